@@ -1,0 +1,98 @@
+import nodemailer from 'nodemailer';
+import type Mail from 'nodemailer/lib/mailer';
+
+export interface OutgoingMessage {
+  messageId: string;
+  from: string;
+  to: string[];
+  cc: string[];
+  bcc: string[];
+  replyTo: string | null;
+  subject: string;
+  html: string | null;
+  text: string | null;
+  headers: Record<string, string>;
+  attachments: { filename: string; contentType: string; content: Buffer }[];
+  /** SMTP envelope: who is actually handed the message in this attempt. */
+  envelope: { from: string; to: string[] };
+  date: Date;
+}
+
+export interface RecipientRejection {
+  address: string;
+  code: number | null;
+  response: string;
+}
+
+export interface SendOutcome {
+  accepted: string[];
+  rejected: RecipientRejection[];
+}
+
+/** A reply that refused the whole transaction (MAIL FROM, DATA, or every RCPT). */
+export class SmtpTransactionError extends Error {
+  constructor(message: string, readonly code: number | null, readonly rejected: RecipientRejection[] = []) {
+    super(message);
+    this.name = 'SmtpTransactionError';
+  }
+  get permanent(): boolean {
+    return this.code !== null && this.code >= 500 && this.code < 600;
+  }
+}
+
+/** Outbound delivery seam: the real relay, the development inbox, or a test's fake. */
+export interface Mailer {
+  /** True when acceptance means the mailbox itself took it (`delivered`), not just a relay (`sent`). */
+  readonly finalDestination: boolean;
+  send(msg: OutgoingMessage): Promise<SendOutcome>;
+  close(): void;
+}
+
+interface SmtpErrorShape {
+  responseCode?: number;
+  response?: string;
+  message: string;
+  code?: string;
+  rejectedErrors?: { recipient?: string; responseCode?: number; response?: string; message: string }[];
+}
+
+function rejections(list: SmtpErrorShape['rejectedErrors'] = []): RecipientRejection[] {
+  return list.map((r) => ({ address: (r.recipient ?? '').toLowerCase(), code: r.responseCode ?? null, response: r.response ?? r.message }));
+}
+
+export function createSmtpMailer(url: string, finalDestination: boolean): Mailer {
+  const transport = nodemailer.createTransport(url, { disableFileAccess: true, disableUrlAccess: true });
+  return {
+    finalDestination,
+    async send(msg) {
+      const mail: Mail.Options = {
+        messageId: msg.messageId,
+        from: msg.from,
+        to: msg.to,
+        cc: msg.cc,
+        bcc: msg.bcc,
+        replyTo: msg.replyTo ?? undefined,
+        subject: msg.subject,
+        html: msg.html ?? undefined,
+        text: msg.text ?? undefined,
+        headers: msg.headers,
+        attachments: msg.attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, content: a.content })),
+        envelope: msg.envelope,
+        date: msg.date,
+        disableFileAccess: true,
+        disableUrlAccess: true,
+      };
+      try {
+        const info = await transport.sendMail(mail);
+        const accepted = (info.accepted as (string | { address: string })[]).map((a) => (typeof a === 'string' ? a : a.address).toLowerCase());
+        return { accepted, rejected: rejections((info as unknown as SmtpErrorShape).rejectedErrors) };
+      } catch (e) {
+        const err = e as SmtpErrorShape;
+        throw new SmtpTransactionError(err.response ?? err.message, err.responseCode ?? null, rejections(err.rejectedErrors));
+      }
+    },
+    close() {
+      transport.close();
+    },
+  };
+}

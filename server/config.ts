@@ -1,0 +1,58 @@
+import path from 'node:path';
+
+/** Everything the process reads from its environment, parsed once at boot. */
+export interface Config {
+  /** PostgreSQL URL; when unset an embedded PostgreSQL is started in DATA_DIR/postgres. */
+  databaseUrl: string | undefined;
+  /** Folder for the embedded database, the development inbox and credentials.json. */
+  dataDir: string;
+  /** HTTP port of the API (0 picks a free port). */
+  port: number;
+  /** Interface the API binds to. */
+  host: string;
+  /** Outbound relay, e.g. smtp://user:pass@host:587; unset means the built-in development inbox. */
+  smtpUrl: string | undefined;
+  /** Port of the development inbox's SMTP sink when SMTP_URL is unset (0 picks a free port). */
+  devSmtpPort: number;
+  /** Workflow engine: only `embedded` (DBOS on the service's PostgreSQL) exists in this build. */
+  engine: 'embedded';
+  /** First retry delay of a transient delivery failure, in seconds; doubles on each of the 4 attempts. */
+  retryBaseSeconds: number;
+  /** Largest request body accepted, in bytes (413 beyond). */
+  maxBodyBytes: number;
+  /** Connections in the application's PostgreSQL pool. */
+  dbPoolSize: number;
+  /** pino level: trace, debug, info, warn, error, silent. */
+  logLevel: string;
+  /** Address printed in the banner and used in the first curl. */
+  publicUrl: string | undefined;
+}
+
+function int(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const engine = env.ENGINE ?? 'embedded';
+  if (engine !== 'embedded') {
+    throw new Error(`ENGINE=${engine} is not available in this build; only ENGINE=embedded is`);
+  }
+  return {
+    databaseUrl: env.DATABASE_URL || undefined,
+    dataDir: path.resolve(env.DATA_DIR || '.data'),
+    port: int('PORT', 3000, env),
+    host: env.HOST || '127.0.0.1',
+    smtpUrl: env.SMTP_URL || undefined,
+    devSmtpPort: int('DEV_SMTP_PORT', 2525, env),
+    engine,
+    retryBaseSeconds: int('RETRY_BASE_SECONDS', 30, env),
+    maxBodyBytes: int('MAX_BODY_BYTES', 40 * 1024 * 1024, env),
+    dbPoolSize: int('DB_POOL_SIZE', 10, env),
+    logLevel: env.LOG_LEVEL || 'info',
+    publicUrl: env.PUBLIC_URL || undefined,
+  };
+}

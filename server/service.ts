@@ -1,0 +1,90 @@
+import http from 'node:http';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import type { Config } from './config';
+import { createLogger, type Logger } from './logger';
+import { openDatabase, type Database } from './database';
+import { DevInbox } from '../smtp/dev-inbox';
+import { createSmtpMailer, type Mailer } from '../activities/mailer';
+import { createActivities } from '../activities';
+import { startDbosEngine } from '../worker/dbos-engine';
+import type { Engine } from '../worker/engine';
+import { createApp } from '../api/app';
+import { Email } from '../db/entities';
+import { enqueue } from '../api/emails/accept';
+
+export interface Service {
+  url: string;
+  port: number;
+  db: Database;
+  engine: Engine;
+  inbox: DevInbox | null;
+  log: Logger;
+  stop(): Promise<void>;
+}
+
+const SWEEP_EVERY_MS = 30_000;
+
+/** One process: database (embedded or not), migrations, the embedded engine, the API, the dev inbox. */
+export async function startService(config: Config, opts: { log?: Logger; mailer?: Mailer } = {}): Promise<Service> {
+  const log = opts.log ?? createLogger(config.logLevel);
+  const db = await openDatabase(config, log);
+  let inbox: DevInbox | null = null;
+  let mailer = opts.mailer;
+  if (!mailer) {
+    if (config.smtpUrl) {
+      mailer = createSmtpMailer(config.smtpUrl, false);
+    } else {
+      inbox = new DevInbox(path.join(config.dataDir, 'inbox'), log.child({ component: 'dev-inbox' }));
+      await inbox.start(config.devSmtpPort);
+      mailer = createSmtpMailer(`smtp://127.0.0.1:${inbox.port}`, true);
+    }
+  }
+  const activities = createActivities({ orm: db.orm, mailer, clock: { now: () => new Date() }, log: log.child({ component: 'activities' }) });
+  const engine = await startDbosEngine({ databaseUrl: db.url, activities, retryBaseSeconds: config.retryBaseSeconds, log });
+  const app = createApp({ orm: db.orm, engine, log, maxBodyBytes: config.maxBodyBytes, inbox: inbox ?? undefined });
+  const server = http.createServer(app.callback());
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const url = config.publicUrl ?? `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
+
+  // Messages stored but never queued (a crash between commit and workflow start) are queued here.
+  const sweep = async () => {
+    try {
+      const stale = await db.orm.em.fork().find(Email, { enqueuedAt: null, createdAt: { $lt: new Date(Date.now() - 10_000) } }, { fields: ['id'], limit: 500 });
+      if (stale.length) {
+        log.warn({ count: stale.length }, 'queuing stored messages whose workflow was never started');
+        await enqueue({ orm: db.orm, engine, log }, stale.map((e) => e.id));
+      }
+    } catch (err) {
+      log.error({ err }, 'enqueue sweep failed');
+    }
+  };
+  await sweep();
+  const timer = setInterval(sweep, SWEEP_EVERY_MS);
+  timer.unref();
+  log.info({ url, engine: engine.name }, 'service started');
+
+  let stopped = false;
+  return {
+    url, port, db, engine, inbox, log,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      clearInterval(timer);
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      await engine.stop();
+      mailer!.close();
+      if (inbox) await inbox.stop();
+      await db.close();
+      log.info('service stopped');
+    },
+  };
+}

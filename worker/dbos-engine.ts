@@ -1,0 +1,92 @@
+import { DBOS } from '@dbos-inc/dbos-sdk';
+import type { Activities } from '../activities';
+import { isNonRetryable } from '../activities/errors';
+import type { WorkflowContext } from '../workflows/context';
+import { retryPolicy } from '../workflows/context';
+import { sendEmailWorkflow, sendEmailActivityRetry, SEND_EMAIL_WORKFLOW, CANCEL_SIGNAL, type SendEmailInput } from '../workflows/send-email';
+import type { Engine } from './engine';
+import type { Logger } from '../server/logger';
+
+export interface DbosEngineOptions {
+  databaseUrl: string;
+  activities: Activities;
+  retryBaseSeconds: number;
+  log: Logger;
+  /** Fixed so that workflows left pending by a crash are recovered by the next process, whatever its code hash. */
+  applicationVersion?: string;
+}
+
+let registered: ((input: SendEmailInput) => Promise<unknown>) | undefined;
+let current: { activities: Activities; retryBaseSeconds: number } | undefined;
+
+function dbosContext<A extends object>(activities: A, retry: Record<keyof A, 'infrastructure' | 'transport'>, retryBaseSeconds: number): WorkflowContext<A> {
+  const proxy = {} as Record<string, unknown>;
+  for (const name of Object.keys(retry) as (keyof A & string)[]) {
+    const policy = retryPolicy(retry[name], retryBaseSeconds);
+    proxy[name] = (...args: unknown[]) =>
+      DBOS.runStep(() => (activities[name] as (...a: unknown[]) => Promise<unknown>)(...args), {
+        name,
+        retriesAllowed: true,
+        maxAttempts: policy.maxAttempts,
+        intervalSeconds: policy.initialIntervalSeconds,
+        backoffRate: policy.backoffCoefficient,
+        shouldRetry: (err) => !isNonRetryable(err),
+      });
+  }
+  return {
+    now: () => DBOS.now(),
+    sleepUntil: async (epochMs) => {
+      const now = await DBOS.now();
+      if (epochMs > now) await DBOS.sleep(epochMs - now);
+    },
+    waitForSignal: async (name, deadlineEpochMs) => (await DBOS.recv(name, { deadlineEpochMS: deadlineEpochMs })) !== null,
+    activities: proxy as A,
+  };
+}
+
+/**
+ * The embedded engine: DBOS Transact on the service's own PostgreSQL (schema `dbos`), in-process.
+ * DBOS is a process-wide singleton, so one process runs one embedded engine.
+ */
+export async function startDbosEngine(opts: DbosEngineOptions): Promise<Engine> {
+  current = { activities: opts.activities, retryBaseSeconds: opts.retryBaseSeconds };
+  if (!registered) {
+    registered = DBOS.registerWorkflow(
+      async (input: SendEmailInput) => {
+        if (!current) throw new Error('embedded engine not started');
+        return sendEmailWorkflow(dbosContext(current.activities, sendEmailActivityRetry, current.retryBaseSeconds), input);
+      },
+      { name: SEND_EMAIL_WORKFLOW },
+    );
+  }
+  const log = opts.log.child({ component: 'dbos' });
+  DBOS.setConfig({
+    name: 'svc-mail',
+    systemDatabaseUrl: opts.databaseUrl,
+    systemDatabasePoolSize: 20,
+    applicationVersion: opts.applicationVersion ?? 'svc-mail-1',
+    logger: {
+      info: (m) => log.debug(m as object),
+      debug: (m) => log.trace(m as object),
+      warn: (m) => log.warn(m as object),
+      error: (m) => log.error(m as object),
+    },
+  });
+  await DBOS.launch();
+  let running = true;
+  log.info('embedded workflow engine (DBOS) launched');
+  return {
+    name: 'embedded',
+    async startSendEmail(emailId) {
+      await DBOS.startWorkflow(registered!, { workflowID: emailId })({ emailId });
+    },
+    async signalCancel(emailId) {
+      await DBOS.send(emailId, { at: Date.now() }, CANCEL_SIGNAL, `cancel:${emailId}`);
+    },
+    ready: () => running,
+    async stop() {
+      running = false;
+      await DBOS.shutdown();
+    },
+  };
+}

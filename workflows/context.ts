@@ -1,0 +1,37 @@
+/**
+ * What a workflow body may use. Engine bindings (DBOS here, Temporal later) provide it; bodies
+ * never touch an engine, Node modules or activity implementations, so they stay deterministic
+ * and run unchanged on either engine.
+ */
+export interface WorkflowContext<A> {
+  /** Deterministic current time in epoch milliseconds (recorded on first run, replayed after). */
+  now(): Promise<number>;
+  /** Durable timer. */
+  sleepUntil(epochMs: number): Promise<void>;
+  /** Waits for a named signal until a deadline; true when the signal arrived first. */
+  waitForSignal(name: string, deadlineEpochMs: number): Promise<boolean>;
+  /** Durable activity calls, each retried by the engine according to its policy. */
+  activities: A;
+}
+
+/** Retry classes an activity can declare; bindings turn them into the engine's retry options. */
+export type RetryClass =
+  /** Database work: retried quickly many times, a blip must not fail a message. */
+  | 'infrastructure'
+  /** Talking to the SMTP relay: the spec's 4 attempts with exponential backoff from 30 s. */
+  | 'transport';
+
+export interface RetryPolicy {
+  maxAttempts: number;
+  initialIntervalSeconds: number;
+  backoffCoefficient: number;
+}
+
+export function retryPolicy(kind: RetryClass, transportBaseSeconds = 30): RetryPolicy {
+  return kind === 'transport'
+    ? { maxAttempts: 4, initialIntervalSeconds: transportBaseSeconds, backoffCoefficient: 2 }
+    : { maxAttempts: 10, initialIntervalSeconds: 1, backoffCoefficient: 2 };
+}
+
+/** Error names that must never be retried: a retry cannot change the outcome. */
+export const NON_RETRYABLE_ERROR_TYPES = ['PermanentFailure'];
