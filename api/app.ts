@@ -49,11 +49,18 @@ export function createApp(deps: AppDeps): Koa {
   api.use(authMiddleware(deps.orm));
   const emails = emailRoutes(deps);
   const organization = organizationRoutes();
-  api.use(emails.routes(), emails.allowedMethods({ throw: true, methodNotAllowed: () => new ApiError(405, 'method_not_allowed', 'method not allowed on this path') }));
+  api.use(emails.routes());
   api.use(organization.routes());
   app.use(api.routes());
 
+  const routed = [root, api];
   app.use((ctx) => {
+    // A known path with another method is 405, anything else 404.
+    const allowed = routed.flatMap((r) => r.match(ctx.path, ctx.method).path).filter((l) => l.methods.length > 0);
+    if (allowed.length > 0) {
+      ctx.set('Allow', [...new Set(allowed.flatMap((l) => l.methods))].join(', '));
+      throw new ApiError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`);
+    }
     throw new ApiError(404, 'route_not_found', `no route for ${ctx.method} ${ctx.path}`);
   });
   return app;

@@ -1,0 +1,85 @@
+import pino from 'pino';
+import { readConfig, type Config } from '../../server/config';
+import { startService, type Service } from '../../server/service';
+import { createDomain, createKey, createOrganization } from '../../server/provisioning';
+import type { Stream } from '../../db/entities';
+import { newDatabase, tempDir } from './pg';
+import { SmtpSink } from './sink';
+import { request, type RequestOptions } from './http';
+
+export interface TestEnv {
+  service: Service;
+  sink: SmtpSink;
+  url: string;
+}
+
+let shared: Promise<TestEnv> | undefined;
+
+export function testConfig(overrides: Partial<Config>): Config {
+  return {
+    ...readConfig({}),
+    port: 0,
+    devSmtpPort: 0,
+    retryBaseSeconds: 1,
+    logLevel: 'silent',
+    dataDir: tempDir('svc-data'),
+    ...overrides,
+  };
+}
+
+/**
+ * The in-process service every API test talks to over HTTP: its own database, the embedded
+ * engine, and a real SMTP sink as its outbound relay. DBOS is one per process, hence shared.
+ */
+export function sharedService(): Promise<TestEnv> {
+  if (!shared) {
+    shared = (async () => {
+      const sink = new SmtpSink();
+      const smtpUrl = await sink.start();
+      const databaseUrl = await newDatabase('svc_api');
+      const service = await startService(testConfig({ databaseUrl, smtpUrl }), { log: pino({ level: process.env.TEST_LOG_LEVEL || 'silent' }) });
+      return { service, sink, url: service.url };
+    })();
+  }
+  return shared;
+}
+
+export async function stopSharedService(): Promise<void> {
+  if (!shared) return;
+  const env = await shared;
+  shared = undefined;
+  await env.service.stop();
+  await env.sink.stop();
+}
+
+export interface Tenant {
+  orgId: string;
+  domain: string;
+  domainId: string;
+  sendKey: string;
+  testKey: string;
+  adminKey: string;
+  call: <T = any>(method: string, path: string, opts?: RequestOptions & { as?: 'send' | 'test' | 'admin' }) => ReturnType<typeof request<T>>;
+}
+
+let tenants = 0;
+
+/** A fresh organization with a verified domain and SEND (live), SEND (test) and ADMIN keys. */
+export async function newTenant(env: TestEnv, opts: { stream?: Stream } = {}): Promise<Tenant> {
+  const orm = env.service.db.orm;
+  const org = await createOrganization(orm, `Tenant ${++tenants}`);
+  const domain = await createDomain(orm, org.id, `t${tenants}-${Date.now()}.example.test`, { verified: true, stream: opts.stream });
+  const send = await createKey(orm, org.id, { name: 'send', permission: 'send', mode: 'live' });
+  const test = await createKey(orm, org.id, { name: 'test', permission: 'send', mode: 'test' });
+  const admin = await createKey(orm, org.id, { name: 'admin', permission: 'admin', mode: 'live' });
+  const keys = { send: send.token, test: test.token, admin: admin.token };
+  return {
+    orgId: org.id,
+    domain: domain.name,
+    domainId: domain.id,
+    sendKey: send.token,
+    testKey: test.token,
+    adminKey: admin.token,
+    call: (method, path, o = {}) => request(env.url, method, path, { token: keys[o.as ?? 'send'], ...o }),
+  };
+}
