@@ -95,8 +95,11 @@ export function emailRoutes(deps: EmailRoutesDeps): Router {
   router.get('/emails', async (ctx) => {
     const a = auth(ctx);
     let q: ListEmailsQuery;
+    const unknown = Object.keys(ctx.query).filter((k) => !(k in listEmailsQuerySchema.fields));
+    if (unknown.length) throw validationError(`unknown query parameter(s): ${unknown.join(', ')}`, unknown.map((k) => ({ field: k, message: 'unknown parameter' })));
+    if (Object.values(ctx.query).some((v) => Array.isArray(v))) throw validationError('each query parameter may appear once');
     try {
-      q = listEmailsQuerySchema.validateSync(ctx.query, { abortEarly: false });
+      q = listEmailsQuerySchema.validateSync({ ...ctx.query }, { abortEarly: false });
     } catch (e) {
       if (!(e instanceof ValidationError)) throw e;
       const details = (e.inner.length ? e.inner : [e]).map((x) => ({ field: x.path ?? '', message: x.message }));
