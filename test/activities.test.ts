@@ -1,0 +1,137 @@
+import assert from 'node:assert/strict';
+import pino from 'pino';
+import { openOrm, migrate, type Orm } from '../db/orm';
+import { Email, Recipient, Suppression, EmailEvent, Organization, ApiKey } from '../db/entities';
+import { createActivities, type Activities } from '../activities';
+import { SmtpTransactionError, type Mailer, type OutgoingMessage, type SendOutcome } from '../activities/mailer';
+import { TransientDeliveryError } from '../activities/errors';
+import { createDomain, createKey, createOrganization } from '../server/provisioning';
+import { acceptEmails } from '../api/emails/accept';
+import { prepareEmail } from '../api/emails/prepare';
+import type { Engine } from '../worker/engine';
+import { newDatabase } from './support/pg';
+
+/** A Mailer that records what it was asked to send and answers from a script. */
+class ScriptedMailer implements Mailer {
+  finalDestination = false;
+  sent: OutgoingMessage[] = [];
+  next: ((m: OutgoingMessage) => SendOutcome) | null = null;
+  async send(m: OutgoingMessage): Promise<SendOutcome> {
+    this.sent.push(m);
+    if (this.next) return this.next(m);
+    return { accepted: m.envelope.to, rejected: [] };
+  }
+  close() {}
+}
+
+describe('Activities: SendEmail against the real database', function () {
+  this.timeout(60_000);
+  let orm: Orm;
+  let mailer: ScriptedMailer;
+  let acts: Activities;
+  let auth: { key: ApiKey; organization: Organization };
+  let domainName: string;
+  const started: string[] = [];
+  const engine: Engine = { name: 'recording', startSendEmail: async (id) => void started.push(id), signalCancel: async () => {}, ready: () => true, stop: async () => {} };
+
+  before(async () => {
+    orm = await openOrm(await newDatabase('svc_acts'));
+    await migrate(orm);
+    const org = await createOrganization(orm, 'Acts');
+    const domain = await createDomain(orm, org.id, 'acts.example.test', { verified: true });
+    domainName = domain.name;
+    const { key } = await createKey(orm, org.id, { name: 'k', permission: 'send', mode: 'live' });
+    auth = { key, organization: org };
+  });
+  after(async () => orm.close());
+  beforeEach(() => {
+    mailer = new ScriptedMailer();
+    acts = createActivities({ orm, mailer, clock: { now: () => new Date() }, log: pino({ level: 'silent' }) });
+  });
+
+  async function store(to: string[], mode: 'live' | 'test' = 'live'): Promise<string> {
+    const a = { ...auth, key: Object.assign(new ApiKey(), auth.key, { mode }) };
+    const em = orm.em.fork();
+    const domains = new Map([[domainName, await em.findOneOrFail('Domain', { name: domainName }) as any]]);
+    const prepared = prepareEmail({ from: `app@${domainName}`, to, subject: 's', text: 't' }, { inBatch: false, domains, auth: a, now: new Date() });
+    const [r] = await acceptEmails({ orm, engine, log: pino({ level: 'silent' }) }, a, [prepared]);
+    return r.id;
+  }
+  const status = async (id: string) => (await orm.em.fork().findOneOrFail(Email, { id })).status;
+  const states = async (id: string) => (await orm.em.fork().find(Recipient, { emailId: id }, { orderBy: { address: 'asc' } })).map((r) => `${r.address}:${r.state}`);
+
+  it('claim is the single winner between pick-up and cancel, and resumes its own claim', async () => {
+    const id = await store(['a@example.com']);
+    assert.deepEqual(await acts.claimForDelivery(id), { outcome: 'claimed' });
+    assert.deepEqual(await acts.claimForDelivery(id), { outcome: 'claimed' }, 'a retry after a crash resumes');
+    const canceled = await orm.em.fork().nativeUpdate(Email, { id, status: 'queued' }, { status: 'canceled' });
+    assert.equal(canceled, 0, 'cancel loses once picked up');
+    const other = await store(['b@example.com']);
+    await orm.em.fork().nativeUpdate(Email, { id: other, status: 'queued' }, { status: 'canceled' });
+    assert.deepEqual(await acts.claimForDelivery(other), { outcome: 'not_queued', status: 'canceled' });
+  });
+
+  it('deliver is idempotent: a retried activity never sends twice', async () => {
+    const id = await store(['a@example.com', 'b@example.com']);
+    await acts.claimForDelivery(id);
+    assert.deepEqual(await acts.deliver(id), { status: 'sent' });
+    assert.deepEqual(await acts.deliver(id), { status: 'sent' });
+    assert.equal(mailer.sent.length, 1);
+    assert.equal(mailer.sent[0].messageId, `<${id}@${domainName}>`);
+  });
+
+  it('a transient whole-transaction failure throws for a retry, which sends the same Message-ID', async () => {
+    const id = await store(['a@example.com']);
+    await acts.claimForDelivery(id);
+    mailer.next = () => {
+      throw new SmtpTransactionError('421 service not available', 421);
+    };
+    await assert.rejects(acts.deliver(id), TransientDeliveryError);
+    assert.deepEqual(await states(id), ['a@example.com:pending']);
+    mailer.next = null;
+    assert.deepEqual(await acts.deliver(id), { status: 'sent' });
+    assert.equal(mailer.sent.length, 2);
+    assert.equal(mailer.sent[0].messageId, mailer.sent[1].messageId);
+  });
+
+  it('a 5xx for the whole transaction hard-bounces every recipient and suppresses them', async () => {
+    const id = await store(['x@example.com', 'y@example.com']);
+    await acts.claimForDelivery(id);
+    mailer.next = () => {
+      throw new SmtpTransactionError('554 message refused', 554);
+    };
+    assert.deepEqual(await acts.deliver(id), { status: 'bounced' });
+    assert.deepEqual(await states(id), ['x@example.com:bounced', 'y@example.com:bounced']);
+    const sup = await orm.em.fork().find(Suppression, { organizationId: auth.organization.id, email: { $in: ['x@example.com', 'y@example.com'] } });
+    assert.equal(sup.length, 2);
+  });
+
+  it('only the recipients a partial 4xx refused are retried', async () => {
+    const id = await store(['ok@example.com', 'later@example.com']);
+    await acts.claimForDelivery(id);
+    mailer.next = (m) => ({ accepted: m.envelope.to.filter((a) => a !== 'later@example.com'), rejected: [{ address: 'later@example.com', code: 452, response: '452 try later' }] });
+    await assert.rejects(acts.deliver(id), TransientDeliveryError);
+    mailer.next = null;
+    await acts.deliver(id);
+    assert.deepEqual(mailer.sent.map((m) => m.envelope.to), [['ok@example.com', 'later@example.com'], ['later@example.com']]);
+    assert.deepEqual(await states(id), ['later@example.com:sent', 'ok@example.com:sent']);
+  });
+
+  it('failDelivery marks what is left as failed with the reason', async () => {
+    const id = await store(['f@example.com']);
+    await acts.claimForDelivery(id);
+    assert.deepEqual(await acts.failDelivery(id, 'gave up after 4 attempts'), { status: 'failed' });
+    const ev = await orm.em.fork().find(EmailEvent, { emailId: id, type: 'failed' });
+    assert.equal(ev[0].detail, 'gave up after 4 attempts');
+    assert.equal(await status(id), 'failed');
+  });
+
+  it('test mode simulates outcomes and never touches the mailer or the suppression list', async () => {
+    const id = await store(['bounce+1@example.com', 'someone@example.com'], 'test');
+    await acts.claimForDelivery(id);
+    assert.deepEqual(await acts.deliver(id), { status: 'delivered' });
+    assert.equal(mailer.sent.length, 0);
+    assert.equal(await orm.em.fork().count(Suppression, { email: 'bounce+1@example.com' }), 0);
+    assert.deepEqual(await states(id), ['bounce+1@example.com:bounced', 'someone@example.com:delivered']);
+  });
+});

@@ -1,0 +1,54 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+import { waitFor } from './wait';
+
+const ROOT = path.resolve(__dirname, '../..');
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface Child {
+  proc: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+/** Runs `svc ARGS` as an operator would, in its own process. */
+export function runSvc(args: string[], env: Record<string, string>): Child {
+  const proc = spawn(process.execPath, [path.join(ROOT, 'bin/svc.js'), ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  proc.stdout!.on('data', (c) => (out += c));
+  proc.stderr!.on('data', (c) => (out += c));
+  const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
+  return { proc, output: () => out, exited };
+}
+
+export async function svcJson(args: string[], env: Record<string, string>): Promise<any> {
+  const child = runSvc(args, env);
+  const code = await child.exited;
+  if (code !== 0) throw new Error(`svc ${args.join(' ')} exited ${code}: ${child.output()}`);
+  return JSON.parse(child.output().trim().split('\n').pop()!);
+}
+
+export async function waitHealthy(baseUrl: string, child: Child, timeoutMs = 60_000): Promise<void> {
+  await waitFor(async () => {
+    if (child.proc.exitCode !== null) throw new Error(`service exited early: ${child.output()}`);
+    try {
+      return (await fetch(`${baseUrl}/health`)).status === 200;
+    } catch {
+      return false;
+    }
+  }, 'service health', timeoutMs, 200);
+}
