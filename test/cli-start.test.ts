@@ -1,0 +1,76 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { tempDir } from './support/pg';
+import { runSvc, freePort, waitHealthy, svcJson } from './support/child';
+import { request } from './support/http';
+import { waitFor } from './support/wait';
+
+describe('svc start (what npm start runs) and the svc commands, on embedded defaults', function () {
+  this.timeout(240_000);
+
+  it('boots an embedded PostgreSQL, prints keys and a working curl, delivers to the dev inbox, and shares the database with svc', async () => {
+    const dataDir = tempDir('svc-start');
+    const port = await freePort();
+    const env = { DATA_DIR: dataDir, PORT: String(port), DEV_SMTP_PORT: '0' };
+    const child = runSvc(['start'], env);
+    const base = `http://127.0.0.1:${port}`;
+    await waitHealthy(base, child, 120_000);
+    await waitFor(async () => child.output().includes('Ctrl-C'), 'banner');
+    const out = child.output();
+
+    const credsFile = path.join(dataDir, 'credentials.json');
+    const creds = JSON.parse(fs.readFileSync(credsFile, 'utf8'));
+    assert.equal(fs.statSync(credsFile).mode & 0o777, 0o600);
+    assert.ok(out.includes(creds.admin_key) && out.includes(creds.send_key), 'keys printed');
+    assert.ok(out.includes(`${base}/api/v1`) && out.includes(`${base}/inbox`), 'addresses printed');
+    assert.match(creds.send_key, /^svc_live_/);
+    assert.equal(creds.sender_domain, 'sandbox.test');
+
+    // The printed curl, as a user would run it.
+    const curl = /-d '(\{.*\})'/.exec(out);
+    assert.ok(curl, 'curl printed');
+    const sent = await request(base, 'POST', '/api/v1/emails', { token: creds.send_key, raw: curl[1] });
+    assert.equal(sent.status, 200, JSON.stringify(sent.body));
+    await waitFor(async () => (await request(base, 'GET', `/api/v1/emails/${sent.body.id}`, { token: creds.send_key })).body.last_event === 'delivered', 'delivered to the dev inbox');
+    const inbox = await request(base, 'GET', '/inbox/messages.json');
+    const entry = inbox.body.data.find((m: { messageId: string }) => m.messageId === `<${sent.body.id}@sandbox.test>`);
+    assert.ok(entry, 'in the dev inbox');
+    const page = await request(base, 'GET', '/inbox');
+    assert.ok(String(page.body).includes('First email'));
+    const detail = await request(base, 'GET', `/inbox/${entry.id}`);
+    assert.ok(String(detail.body).includes('It works.'));
+    const raw = await request(base, 'GET', `/inbox/${entry.id}/raw`);
+    assert.ok(String(raw.body).includes(`Message-ID: <${sent.body.id}@sandbox.test>`));
+
+    // svc while the service runs: reuses the running PostgreSQL.
+    const org = await svcJson(['org', 'create', '--name', 'Second', '--plan', 'standard'], env);
+    assert.equal(org.name, 'Second');
+    const dom = await svcJson(['domain', 'create', '--org', org.id, '--name', 'second.test', '--stream', 'bulk', '--verified'], env);
+    assert.deepEqual([dom.name, dom.status, dom.stream], ['second.test', 'verified', 'bulk']);
+    const key = await svcJson(['key', 'create', '--org', org.id, '--name', 'ci', '--permission', 'send', '--mode', 'test', '--domain', dom.id, '--rate', '50'], env);
+    assert.match(key.token, /^svc_test_/);
+    const viaNewKey = await request(base, 'POST', '/api/v1/emails', { token: key.token, body: { from: 'n@second.test', to: 'x@example.com', subject: 'k', text: 't', kind: 'bulk.promo' } });
+    assert.equal(viaNewKey.status, 200, JSON.stringify(viaNewKey.body));
+
+    child.proc.kill('SIGINT');
+    assert.equal(await child.exited, 0, 'Ctrl-C shuts down cleanly');
+
+    // svc with the service stopped: starts the embedded PostgreSQL itself, and the data is still there.
+    const third = await svcJson(['org', 'create', '--name', 'Third'], env);
+    assert.equal(third.name, 'Third');
+    const bad = runSvc(['key', 'create', '--org', third.id, '--name', 'x', '--permission', 'root', '--mode', 'live'], env);
+    assert.equal(await bad.exited, 2);
+    assert.match(bad.output(), /--permission must be one of send\|full\|admin/);
+
+    // A second start reuses the same organization and keys.
+    const again = runSvc(['start'], env);
+    await waitHealthy(base, again, 120_000);
+    await waitFor(async () => again.output().includes('Ctrl-C'), 'banner');
+    assert.ok(again.output().includes(creds.send_key));
+    const still = await request(base, 'GET', `/api/v1/emails/${sent.body.id}`, { token: creds.send_key });
+    assert.equal(still.body.last_event, 'delivered');
+    again.proc.kill('SIGINT');
+    assert.equal(await again.exited, 0);
+  });
+});
