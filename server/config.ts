@@ -18,6 +18,12 @@ export interface Config {
   engine: 'embedded';
   /** First retry delay of a transient delivery failure, in seconds; doubles on each of the 4 attempts. */
   retryBaseSeconds: number;
+  /** Live messages handed to the relay per second across the platform (the spec's worker send rate). */
+  sendRatePerSecond: number;
+  /** SendEmail workflows running at once per process and queue. */
+  workerConcurrency: number;
+  /** Connections in the workers' own PostgreSQL pool, apart from the API's. */
+  workerDbPoolSize: number;
   /** Largest request body accepted, in bytes (413 beyond). */
   maxBodyBytes: number;
   /** Connections in the application's PostgreSQL pool. */
@@ -50,6 +56,9 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     devSmtpPort: int('DEV_SMTP_PORT', 2525, env),
     engine,
     retryBaseSeconds: int('RETRY_BASE_SECONDS', 30, env),
+    sendRatePerSecond: int('SEND_RATE_PER_SECOND', 12, env),
+    workerConcurrency: int('WORKER_CONCURRENCY', 8, env),
+    workerDbPoolSize: int('WORKER_DB_POOL_SIZE', 5, env),
     maxBodyBytes: int('MAX_BODY_BYTES', 40 * 1024 * 1024, env),
     dbPoolSize: int('DB_POOL_SIZE', 10, env),
     logLevel: env.LOG_LEVEL || 'info',

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from './config';
 import { createLogger, type Logger } from './logger';
 import { openDatabase, type Database } from './database';
+import { openOrm } from '../db/orm';
 import { DevInbox } from '../smtp/dev-inbox';
 import { createSmtpMailer, type Mailer } from '../activities/mailer';
 import { createActivities } from '../activities';
@@ -11,7 +12,7 @@ import { startDbosEngine } from '../worker/dbos-engine';
 import type { Engine } from '../worker/engine';
 import { createApp } from '../api/app';
 import { Email } from '../db/entities';
-import { enqueue } from '../api/emails/accept';
+import { enqueue, jobOf, flushEnqueued } from '../api/emails/accept';
 
 export interface Service {
   url: string;
@@ -40,8 +41,13 @@ export async function startService(config: Config, opts: { log?: Logger; mailer?
       mailer = createSmtpMailer(`smtp://127.0.0.1:${inbox.port}`, true);
     }
   }
-  const activities = createActivities({ orm: db.orm, mailer, clock: { now: () => new Date() }, log: log.child({ component: 'activities' }) });
-  const engine = await startDbosEngine({ databaseUrl: db.url, activities, retryBaseSeconds: config.retryBaseSeconds, log });
+  // Workers get their own pool so a backlog of deliveries never queues API requests behind it.
+  const workerOrm = await openOrm(db.url, config.workerDbPoolSize);
+  const activities = createActivities({ orm: workerOrm, mailer, clock: { now: () => new Date() }, log: log.child({ component: 'activities' }) });
+  const engine = await startDbosEngine({
+    databaseUrl: db.url, activities, retryBaseSeconds: config.retryBaseSeconds, log,
+    sendRatePerSecond: config.sendRatePerSecond, workerConcurrency: config.workerConcurrency,
+  });
   const app = createApp({ orm: db.orm, engine, log, maxBodyBytes: config.maxBodyBytes, inbox: inbox ?? undefined });
   const server = http.createServer(app.callback());
   server.keepAliveTimeout = 65_000;
@@ -55,10 +61,10 @@ export async function startService(config: Config, opts: { log?: Logger; mailer?
   // Messages stored but never queued (a crash between commit and workflow start) are queued here.
   const sweep = async () => {
     try {
-      const stale = await db.orm.em.fork().find(Email, { enqueuedAt: null, createdAt: { $lt: new Date(Date.now() - 10_000) } }, { fields: ['id'], limit: 500 });
+      const stale = await db.orm.em.fork().find(Email, { enqueuedAt: null, createdAt: { $lt: new Date(Date.now() - 10_000) } }, { fields: ['id', 'mode', 'scheduledAt'], limit: 500 });
       if (stale.length) {
         log.warn({ count: stale.length }, 'queuing stored messages whose workflow was never started');
-        await enqueue({ orm: db.orm, engine, log }, stale.map((e) => e.id));
+        await enqueue({ orm: db.orm, engine, log }, stale.map(jobOf));
       }
     } catch (err) {
       log.error({ err }, 'enqueue sweep failed');
@@ -80,7 +86,9 @@ export async function startService(config: Config, opts: { log?: Logger; mailer?
         server.close(() => resolve());
         server.closeAllConnections();
       });
+      await flushEnqueued(db.orm);
       await engine.stop();
+      await workerOrm.close();
       mailer!.close();
       if (inbox) await inbox.stop();
       await db.close();

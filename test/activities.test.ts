@@ -29,10 +29,10 @@ describe('Activities: SendEmail against the real database', function () {
   let orm: Orm;
   let mailer: ScriptedMailer;
   let acts: Activities;
-  let auth: { key: ApiKey; organization: Organization };
+  let auth: { key: ApiKey; organization: Organization; verifiedDomains: [] };
   let domainName: string;
   const started: string[] = [];
-  const engine: Engine = { name: 'recording', startSendEmail: async (id) => void started.push(id), signalCancel: async () => {}, ready: () => true, stop: async () => {} };
+  const engine: Engine = { name: 'recording', startSendEmail: async (job) => void started.push(job.emailId), signalCancel: async () => {}, ready: () => true, stop: async () => {} };
 
   before(async () => {
     orm = await openOrm(await newDatabase('svc_acts'));
@@ -41,7 +41,7 @@ describe('Activities: SendEmail against the real database', function () {
     const domain = await createDomain(orm, org.id, 'acts.example.test', { verified: true });
     domainName = domain.name;
     const { key } = await createKey(orm, org.id, { name: 'k', permission: 'send', mode: 'live' });
-    auth = { key, organization: org };
+    auth = { key, organization: org, verifiedDomains: [] };
   });
   after(async () => orm.close());
   beforeEach(() => {

@@ -4,7 +4,7 @@ import { isNonRetryable } from '../activities/errors';
 import type { WorkflowContext } from '../workflows/context';
 import { retryPolicy } from '../workflows/context';
 import { sendEmailWorkflow, sendEmailActivityRetry, SEND_EMAIL_WORKFLOW, CANCEL_SIGNAL, type SendEmailInput } from '../workflows/send-email';
-import type { Engine } from './engine';
+import type { Engine, SendEmailJob } from './engine';
 import type { Logger } from '../server/logger';
 
 export interface DbosEngineOptions {
@@ -12,9 +12,18 @@ export interface DbosEngineOptions {
   activities: Activities;
   retryBaseSeconds: number;
   log: Logger;
+  /** Platform-wide live sends per second (the spec's worker send rate), enforced by the queue. */
+  sendRatePerSecond: number;
+  /** SendEmail workflows running at once in this process, per queue. */
+  workerConcurrency: number;
   /** Fixed so that workflows left pending by a crash are recovered by the next process, whatever its code hash. */
   applicationVersion?: string;
 }
+
+/** Live mail: rate-limited across every process sharing the database. */
+export const DELIVERY_QUEUE = 'delivery';
+/** Test-mode mail: nothing leaves the machine, so only concurrency is bounded. */
+export const SIMULATION_QUEUE = 'simulation';
 
 let registered: ((input: SendEmailInput) => Promise<unknown>) | undefined;
 let current: { activities: Activities; retryBaseSeconds: number } | undefined;
@@ -73,12 +82,27 @@ export async function startDbosEngine(opts: DbosEngineOptions): Promise<Engine> 
     },
   });
   await DBOS.launch();
+  // Queues decouple acceptance from execution: the API only records the start; workers dispatch
+  // at a bounded concurrency, so a burst of sends never starves the API of CPU or connections.
+  await DBOS.registerQueue(DELIVERY_QUEUE, {
+    workerConcurrency: opts.workerConcurrency,
+    rateLimit: { limitPerPeriod: opts.sendRatePerSecond, periodSec: 1 },
+    minPollingIntervalMs: 100,
+    onConflict: 'always_update',
+  });
+  await DBOS.registerQueue(SIMULATION_QUEUE, { workerConcurrency: opts.workerConcurrency, minPollingIntervalMs: 100, onConflict: 'always_update' });
   let running = true;
   log.info('embedded workflow engine (DBOS) launched');
   return {
     name: 'embedded',
-    async startSendEmail(emailId) {
-      await DBOS.startWorkflow(registered!, { workflowID: emailId })({ emailId });
+    async startSendEmail(job: SendEmailJob) {
+      // A scheduled message waits as a delayed queue entry, not as a running workflow holding a slot.
+      const delayMs = job.notBeforeMs === null ? 0 : job.notBeforeMs - Date.now();
+      await DBOS.startWorkflow(registered!, {
+        workflowID: job.emailId,
+        queueName: job.mode === 'live' ? DELIVERY_QUEUE : SIMULATION_QUEUE,
+        ...(delayMs > 0 ? { enqueueOptions: { delaySeconds: Math.ceil(delayMs / 1000) } } : {}),
+      })({ emailId: job.emailId });
     },
     async signalCancel(emailId) {
       await DBOS.send(emailId, { at: Date.now() }, CANCEL_SIGNAL, `cancel:${emailId}`);
@@ -86,7 +110,7 @@ export async function startDbosEngine(opts: DbosEngineOptions): Promise<Engine> 
     ready: () => running,
     async stop() {
       running = false;
-      await DBOS.shutdown();
+      await DBOS.shutdown({ workflowCompletionTimeoutMS: 5000 });
     },
   };
 }

@@ -1,8 +1,18 @@
+import type { KeyMode } from '../db/entities';
+
+/** What starting a SendEmail needs to know: where it queues and when it may run. */
+export interface SendEmailJob {
+  emailId: string;
+  mode: KeyMode;
+  /** scheduled_at; the engine may hold the start until then (the body waits for it either way). */
+  notBeforeMs: number | null;
+}
+
 /** What the API and the CLI need from a workflow engine; DBOS implements it here, Temporal later. */
 export interface Engine {
   readonly name: string;
   /** Starts SendEmail with workflow id = email id; starting an existing one is a no-op. */
-  startSendEmail(emailId: string): Promise<void>;
+  startSendEmail(job: SendEmailJob): Promise<void>;
   /** Wakes a SendEmail waiting on its timer after the API canceled the message. */
   signalCancel(emailId: string): Promise<void>;
   ready(): boolean;

@@ -3,7 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Orm } from '../../db/orm';
 import { Email, Recipient, EmailEvent, Attachment, Suppression } from '../../db/entities';
 import { uuidv7 } from '../../server/ids';
-import type { Engine } from '../../worker/engine';
+import type { Engine, SendEmailJob } from '../../worker/engine';
 import type { Logger } from '../../server/logger';
 import type { AuthState } from '../middleware/auth';
 import type { PreparedEmail } from './prepare';
@@ -29,13 +29,13 @@ export async function acceptEmails(deps: AcceptDeps, auth: AuthState, items: Pre
   const orgId = auth.organization.id;
   const em = deps.orm.em.fork();
   const results: (Accepted | undefined)[] = new Array(items.length);
-  const toEnqueue: string[] = [];
+  const toEnqueue: SendEmailJob[] = [];
 
   const keys = [...new Set(items.map((i) => i.idempotencyKey).filter((k): k is string => k !== null))];
-  const existing = new Map<string, { id: string; enqueuedAt: Date | null }>();
+  const existing = new Map<string, Pick<Email, 'id' | 'idempotencyKey' | 'enqueuedAt' | 'mode' | 'scheduledAt'>>();
   if (keys.length > 0) {
-    for (const e of await em.find(Email, { organizationId: orgId, idempotencyKey: { $in: keys } }, { fields: ['id', 'idempotencyKey', 'enqueuedAt'] })) {
-      existing.set(e.idempotencyKey!, { id: e.id, enqueuedAt: e.enqueuedAt });
+    for (const e of await em.find(Email, { organizationId: orgId, idempotencyKey: { $in: keys } }, { fields: ['id', 'idempotencyKey', 'enqueuedAt', 'mode', 'scheduledAt'] })) {
+      existing.set(e.idempotencyKey!, e);
     }
   }
 
@@ -46,7 +46,7 @@ export async function acceptEmails(deps: AcceptDeps, auth: AuthState, items: Pre
     const prior = key !== null ? existing.get(key) : undefined;
     if (prior) {
       results[index] = { id: prior.id, suppressed: [], replayed: true };
-      if (!prior.enqueuedAt) toEnqueue.push(prior.id);
+      if (!prior.enqueuedAt) toEnqueue.push(jobOf(prior));
     } else if (key !== null && claimedInRequest.has(key)) {
       // Same key twice in one batch: the later item is a replay of the earlier one.
       results[index] = { id: '', suppressed: [], replayed: true };
@@ -65,7 +65,7 @@ export async function acceptEmails(deps: AcceptDeps, auth: AuthState, items: Pre
       const stored = await em.transactional(async (tx) => fresh.map((f) => stage(tx, auth, f.item, suppressedSet)));
       stored.forEach((s, i) => {
         results[fresh[i].index] = { id: s.id, suppressed: s.suppressed, replayed: false };
-        if (s.queued) toEnqueue.push(s.id);
+        if (s.queued) toEnqueue.push(jobOf(s.email));
       });
     } catch (err) {
       if (!(err instanceof UniqueConstraintViolationException)) throw err;
@@ -73,7 +73,7 @@ export async function acceptEmails(deps: AcceptDeps, auth: AuthState, items: Pre
       for (const f of fresh) {
         const one = await storeOne(deps.orm, auth, f.item, suppressedSet);
         results[f.index] = one.result;
-        if (one.enqueue) toEnqueue.push(one.result.id);
+        if (one.enqueue) toEnqueue.push(one.enqueue);
       }
     }
   }
@@ -85,18 +85,22 @@ export async function acceptEmails(deps: AcceptDeps, auth: AuthState, items: Pre
   return results as Accepted[];
 }
 
-async function storeOne(orm: Orm, auth: AuthState, item: PreparedEmail, suppressedSet: Set<string>): Promise<{ result: Accepted; enqueue: boolean }> {
+async function storeOne(orm: Orm, auth: AuthState, item: PreparedEmail, suppressedSet: Set<string>): Promise<{ result: Accepted; enqueue: SendEmailJob | null }> {
   try {
     const s = await orm.em.fork().transactional(async (tx) => stage(tx, auth, item, suppressedSet));
-    return { result: { id: s.id, suppressed: s.suppressed, replayed: false }, enqueue: s.queued };
+    return { result: { id: s.id, suppressed: s.suppressed, replayed: false }, enqueue: s.queued ? jobOf(s.email) : null };
   } catch (err) {
     if (!(err instanceof UniqueConstraintViolationException) || item.idempotencyKey === null) throw err;
-    const prior = await orm.em.fork().findOneOrFail(Email, { organizationId: auth.organization.id, idempotencyKey: item.idempotencyKey }, { fields: ['id', 'enqueuedAt'] });
-    return { result: { id: prior.id, suppressed: [], replayed: true }, enqueue: !prior.enqueuedAt };
+    const prior = await orm.em.fork().findOneOrFail(Email, { organizationId: auth.organization.id, idempotencyKey: item.idempotencyKey }, { fields: ['id', 'enqueuedAt', 'mode', 'scheduledAt'] });
+    return { result: { id: prior.id, suppressed: [], replayed: true }, enqueue: prior.enqueuedAt ? null : jobOf(prior) };
   }
 }
 
-function stage(em: EntityManager, auth: AuthState, item: PreparedEmail, suppressedSet: Set<string>): { id: string; suppressed: string[]; queued: boolean } {
+export function jobOf(e: Pick<Email, 'id' | 'mode' | 'scheduledAt'>): SendEmailJob {
+  return { emailId: e.id, mode: e.mode, notBeforeMs: e.scheduledAt ? e.scheduledAt.getTime() : null };
+}
+
+function stage(em: EntityManager, auth: AuthState, item: PreparedEmail, suppressedSet: Set<string>): { id: string; email: Email; suppressed: string[]; queued: boolean } {
   const now = new Date();
   const id = uuidv7(now.getTime());
   const suppressed = item.recipients.filter((r) => suppressedSet.has(r.address));
@@ -136,24 +140,51 @@ function stage(em: EntityManager, auth: AuthState, item: PreparedEmail, suppress
   item.attachments.forEach((a, position) => {
     em.persist(Object.assign(new Attachment(), { id: uuidv7(), emailId: id, position, filename: a.filename, contentType: a.contentType, size: a.content.length, content: a.content }));
   });
-  return { id, suppressed: suppressed.map((r) => r.given), queued };
+  return { id, email, suppressed: suppressed.map((r) => r.given), queued };
 }
 
 /** Starts workflows for stored messages; a failure leaves them for the replay or the sweep. */
-export async function enqueue(deps: AcceptDeps, ids: string[]): Promise<void> {
-  if (ids.length === 0) return;
+export async function enqueue(deps: AcceptDeps, jobs: SendEmailJob[]): Promise<void> {
+  if (jobs.length === 0) return;
   const started: string[] = [];
   await Promise.all(
-    ids.map(async (id) => {
+    jobs.map(async (job) => {
       try {
-        await deps.engine.startSendEmail(id);
-        started.push(id);
+        await deps.engine.startSendEmail(job);
+        started.push(job.emailId);
       } catch (err) {
-        deps.log.error({ err, emailId: id }, 'could not start SendEmail; the message stays stored and is queued by a replay or the sweep');
+        deps.log.error({ err, emailId: job.emailId }, 'could not start SendEmail; the message stays stored and is queued by a replay or the sweep');
       }
     }),
   );
-  if (started.length > 0) {
-    await deps.orm.em.fork().nativeUpdate(Email, { id: { $in: started }, enqueuedAt: null }, { enqueuedAt: new Date() });
+  if (started.length > 0) markEnqueued(deps, started);
+}
+
+/**
+ * enqueued_at is bookkeeping for the sweep and for replays, and starting a workflow twice is a
+ * no-op, so the marks are written in one UPDATE every 200 ms instead of one per request. A crash
+ * before the write only means the sweep starts those workflows again, harmlessly.
+ */
+const pending = new Map<Orm, { ids: string[]; timer: NodeJS.Timeout; log: Logger }>();
+
+function markEnqueued(deps: AcceptDeps, ids: string[]): void {
+  let p = pending.get(deps.orm);
+  if (!p) {
+    p = { ids: [], log: deps.log, timer: setTimeout(() => void flushEnqueued(deps.orm), 200) };
+    p.timer.unref();
+    pending.set(deps.orm, p);
+  }
+  p.ids.push(...ids);
+}
+
+export async function flushEnqueued(orm: Orm): Promise<void> {
+  const p = pending.get(orm);
+  if (!p) return;
+  pending.delete(orm);
+  clearTimeout(p.timer);
+  try {
+    await orm.em.fork().nativeUpdate(Email, { id: { $in: p.ids }, enqueuedAt: null }, { enqueuedAt: new Date() });
+  } catch (err) {
+    p.log.warn({ err, count: p.ids.length }, 'could not mark messages enqueued; the sweep will start them again (a no-op)');
   }
 }

@@ -23,9 +23,8 @@ export interface EmailRoutesDeps {
 
 const MAX_BATCH = 100;
 
-async function verifiedDomains(orm: Orm, a: AuthState): Promise<Map<string, Domain>> {
-  const list = await orm.em.fork().find(Domain, { organizationId: a.organization.id, status: 'verified' });
-  return new Map(list.map((d) => [d.name.toLowerCase(), d]));
+function verifiedDomains(a: AuthState): Map<string, Domain> {
+  return new Map(a.verifiedDomains.map((d) => [d.name.toLowerCase(), d]));
 }
 
 /** Messages a key may see: its organization's, and only its domains' when it is restricted. */
@@ -45,7 +44,7 @@ export function emailRoutes(deps: EmailRoutesDeps): Router {
     if (ctx.headers['idempotency-key'] !== undefined && (headerKey.length < 1 || headerKey.length > 256)) {
       throw validationError('Idempotency-Key must be 1 to 256 characters', [{ field: 'Idempotency-Key', message: '1 to 256 characters' }]);
     }
-    const prepared = prepareEmail(body, { inBatch: false, headerIdempotencyKey: headerKey || undefined, domains: await verifiedDomains(orm, a), auth: a, now: new Date() });
+    const prepared = prepareEmail(body, { inBatch: false, headerIdempotencyKey: headerKey || undefined, domains: verifiedDomains(a), auth: a, now: new Date() });
     const [result] = await acceptEmails(deps, a, [prepared]);
     if (result.replayed) ctx.set('Idempotent-Replayed', 'true');
     ctx.body = { id: result.id, ...(result.suppressed.length ? { suppressed: result.suppressed } : {}) };
@@ -56,7 +55,7 @@ export function emailRoutes(deps: EmailRoutesDeps): Router {
     const body = await readJsonBody(ctx, deps.maxBodyBytes);
     if (!Array.isArray(body)) throw validationError('batch body must be a JSON array of emails');
     if (body.length < 1 || body.length > MAX_BATCH) throw validationError(`a batch holds 1 to ${MAX_BATCH} emails, got ${body.length}`);
-    const domains = await verifiedDomains(orm, a);
+    const domains = verifiedDomains(a);
     const now = new Date();
     const outcome: ({ prepared: PreparedEmail } | { error: ApiError })[] = body.map((item) => {
       try {

@@ -1,0 +1,111 @@
+/**
+ * npm run bench: accepted messages per second and latency for POST /emails and POST /emails/batch,
+ * each beside a baseline measured in the same run (bare Koa + one PostgreSQL insert). Writes
+ * BENCHMARKS.md. Loopback only; every phase is bounded in time.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import { ensureEmbeddedPostgres } from '../db/embedded-postgres';
+import { readConfig } from '../server/config';
+import { startService } from '../server/service';
+import { createDomain, createKey, createOrganization } from '../server/provisioning';
+import { startBaseline } from './baseline';
+import { Client } from 'pg';
+
+const SECONDS = Number(process.env.BENCH_SECONDS || 15);
+const SINGLE_CONCURRENCY = Number(process.env.BENCH_CONCURRENCY || 32);
+const BATCH_CONCURRENCY = Number(process.env.BENCH_BATCH_CONCURRENCY || 4);
+const POOL = 10;
+
+interface Result { requests: number; errors: number; firstError: string; seconds: number; rps: number; p50: number; p99: number }
+
+function load(url: string, token: string, body: unknown, concurrency: number): Promise<Result> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(__dirname, 'load.ts'), JSON.stringify({ url, token, body: JSON.stringify(body), concurrency, seconds: SECONDS })], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (c) => (out += c));
+    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`load generator exited ${code}`))));
+  });
+}
+
+async function newDb(adminUrl: string, name: string): Promise<string> {
+  const c = new Client({ connectionString: adminUrl });
+  await c.connect();
+  await c.query(`drop database if exists ${name}`);
+  await c.query(`create database ${name}`);
+  await c.end();
+  const u = new URL(adminUrl);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+async function main() {
+  const log = pino({ level: 'info' }, pino.destination(2));
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'));
+  const pg = process.env.DATABASE_URL ? null : await ensureEmbeddedPostgres(dataDir, log);
+  const adminUrl = process.env.DATABASE_URL ?? pg!.url;
+  const message = { from: 'Bench <bench@bench.test>', to: 'someone@example.com', subject: 'Benchmark', text: 'hello', html: '<p>hello</p>' };
+
+  log.info({ seconds: SECONDS, concurrency: SINGLE_CONCURRENCY }, 'phase 1/3: baseline (bare Koa route, one insert)');
+  const baseline = await startBaseline(await newDb(adminUrl, 'bench_baseline'), POOL);
+  await load(baseline.url, 'none', message, SINGLE_CONCURRENCY).catch(() => undefined); // warm-up run discarded
+  const base = await load(baseline.url, 'none', message, SINGLE_CONCURRENCY);
+  await baseline.stop();
+
+  const svcUrl = await newDb(adminUrl, 'bench_service');
+  const service = await startService({ ...readConfig({}), databaseUrl: svcUrl, port: 0, devSmtpPort: 0, dataDir, logLevel: 'warn', dbPoolSize: POOL }, { log: pino({ level: 'warn' }, pino.destination(2)) });
+  const org = await createOrganization(service.db.orm, 'Bench');
+  await createDomain(service.db.orm, org.id, 'bench.test', { verified: true });
+  // Test mode: the full acceptance contract, and the workflows still run, but no SMTP traffic.
+  const { token } = await createKey(service.db.orm, org.id, { name: 'bench', permission: 'send', mode: 'test' });
+
+  log.info('phase 2/3: POST /emails');
+  await load(`${service.url}/api/v1/emails`, token, message, SINGLE_CONCURRENCY);
+  const single = await load(`${service.url}/api/v1/emails`, token, message, SINGLE_CONCURRENCY);
+  log.info('phase 3/3: POST /emails/batch (100 items)');
+  const batchBody = Array.from({ length: 100 }, () => message);
+  const batch = await load(`${service.url}/api/v1/emails/batch`, token, batchBody, BATCH_CONCURRENCY);
+  const backlog = await service.db.orm.em.fork().getConnection().execute(`select count(*)::int as n from emails where status = 'queued'`);
+  await service.stop();
+  if (pg) await pg.stop();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+
+  const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
+  const pgVersion = process.env.DATABASE_URL ? 'DATABASE_URL' : 'embedded-postgres 17';
+  const ratio = single.rps / base.rps;
+  const batchMsgs = batch.rps * 100;
+  const f = (n: number, d = 1) => n.toFixed(d);
+  const row = (name: string, r: Result, msgs: number) => `| ${name} | ${f(r.rps)} | ${f(msgs)} | ${f(r.p50)} | ${f(r.p99)} | ${r.requests} | ${r.errors} |`;
+  const md = `# Benchmarks
+
+Measured by \`npm run bench\` on ${new Date().toISOString().slice(0, 10)}: ${os.cpus().length} × ${cpu}, ${Math.round(os.totalmem() / 2 ** 30)} GiB,
+Node ${process.version}, PostgreSQL ${pgVersion} on the same machine. Load comes from a separate process over
+loopback keep-alive connections, ${SECONDS} s per phase after a discarded warm-up of the same length.
+Pool size ${POOL} for both the baseline and the service.
+
+| Scenario | Requests/s | Accepted messages/s | p50 ms | p99 ms | Requests | Errors |
+|---|---|---|---|---|---|---|
+${row(`Baseline: bare Koa route, one INSERT (concurrency ${SINGLE_CONCURRENCY})`, base, base.rps)}
+${row(`POST /emails (concurrency ${SINGLE_CONCURRENCY})`, single, single.rps)}
+${row(`POST /emails/batch, 100 items (concurrency ${BATCH_CONCURRENCY})`, batch, batchMsgs)}
+
+- Single sends run at **${f(ratio * 100, 0)}%** of the baseline's request rate (goal ≥ 40%).
+- Batches accept **${f(batchMsgs, 0)}** messages per second (goal ≥ 2,000).
+- Messages still queued when the run ended (the engine's backlog): ${backlog[0].n}.
+${single.errors + batch.errors + base.errors > 0 ? `- First error seen: ${single.firstError || batch.firstError || base.firstError}\n` : ''}
+The sends use a test-mode key: the whole acceptance path runs (auth, validation, domain and
+suppression checks, idempotency, the transaction, starting the SendEmail workflow) and the
+workflows run in the same process while the load is on, but nothing goes out over SMTP.
+See "What limits it" in docs/architecture.md.
+`;
+  fs.writeFileSync(path.join(__dirname, '..', 'BENCHMARKS.md'), md);
+  process.stdout.write(md);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
