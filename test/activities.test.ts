@@ -8,7 +8,6 @@ import { TransientDeliveryError } from '../activities/errors';
 import { createDomain, createKey, createOrganization } from '../server/provisioning';
 import { acceptEmails } from '../api/emails/accept';
 import { prepareEmail } from '../api/emails/prepare';
-import type { Engine } from '../worker/engine';
 import { newDatabase } from './support/pg';
 
 /** A Mailer that records what it was asked to send and answers from a script. */
@@ -31,8 +30,6 @@ describe('Activities: SendEmail against the real database', function () {
   let acts: Activities;
   let auth: { key: ApiKey; organization: Organization; verifiedDomains: [] };
   let domainName: string;
-  const started: string[] = [];
-  const engine: Engine = { name: 'recording', startSendEmail: async (job) => void started.push(job.emailId), signalCancel: async () => {}, ready: () => true, stop: async () => {} };
 
   before(async () => {
     orm = await openOrm(await newDatabase('svc_acts'));
@@ -54,7 +51,7 @@ describe('Activities: SendEmail against the real database', function () {
     const em = orm.em.fork();
     const domains = new Map([[domainName, await em.findOneOrFail('Domain', { name: domainName }) as any]]);
     const prepared = prepareEmail({ from: `app@${domainName}`, to, subject: 's', text: 't' }, { inBatch: false, domains, auth: a, now: new Date() });
-    const [r] = await acceptEmails({ orm, engine, log: pino({ level: 'silent' }) }, a, [prepared]);
+    const [r] = await acceptEmails({ orm, dispatch: () => undefined }, a, [prepared]);
     return r.id;
   }
   const status = async (id: string) => (await orm.em.fork().findOneOrFail(Email, { id })).status;

@@ -3,8 +3,6 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Orm } from '../../db/orm';
 import { Email, Recipient, EmailEvent, Attachment, Suppression } from '../../db/entities';
 import { uuidv7 } from '../../server/ids';
-import type { Engine, SendEmailJob } from '../../worker/engine';
-import type { Logger } from '../../server/logger';
 import type { AuthState } from '../middleware/auth';
 import type { PreparedEmail } from './prepare';
 
@@ -16,25 +14,25 @@ export interface Accepted {
 
 export interface AcceptDeps {
   orm: Orm;
-  engine: Engine;
-  log: Logger;
+  /** Wakes the outbox dispatcher, which starts the workflows of stored messages. */
+  dispatch: () => void;
 }
 
 /**
- * Stores prepared messages in one transaction, then starts their workflows. Idempotency keys are
- * unique per organization in the database, so concurrent duplicates resolve to one message; a
- * replay of a message that was stored but never queued queues it.
+ * Stores prepared messages in one transaction (the outbox), then wakes the dispatcher that starts
+ * their workflows. Idempotency keys are unique per organization in the database, so concurrent
+ * duplicates resolve to one message; a replay of a message stored but never queued queues it.
  */
 export async function acceptEmails(deps: AcceptDeps, auth: AuthState, items: PreparedEmail[]): Promise<Accepted[]> {
   const orgId = auth.organization.id;
   const em = deps.orm.em.fork();
   const results: (Accepted | undefined)[] = new Array(items.length);
-  const toEnqueue: SendEmailJob[] = [];
+  let wake = false;
 
   const keys = [...new Set(items.map((i) => i.idempotencyKey).filter((k): k is string => k !== null))];
-  const existing = new Map<string, Pick<Email, 'id' | 'idempotencyKey' | 'enqueuedAt' | 'mode' | 'scheduledAt'>>();
+  const existing = new Map<string, Pick<Email, 'id' | 'idempotencyKey' | 'enqueuedAt'>>();
   if (keys.length > 0) {
-    for (const e of await em.find(Email, { organizationId: orgId, idempotencyKey: { $in: keys } }, { fields: ['id', 'idempotencyKey', 'enqueuedAt', 'mode', 'scheduledAt'] })) {
+    for (const e of await em.find(Email, { organizationId: orgId, idempotencyKey: { $in: keys } }, { fields: ['id', 'idempotencyKey', 'enqueuedAt'] })) {
       existing.set(e.idempotencyKey!, e);
     }
   }
@@ -46,7 +44,7 @@ export async function acceptEmails(deps: AcceptDeps, auth: AuthState, items: Pre
     const prior = key !== null ? existing.get(key) : undefined;
     if (prior) {
       results[index] = { id: prior.id, suppressed: [], replayed: true };
-      if (!prior.enqueuedAt) toEnqueue.push(jobOf(prior));
+      if (!prior.enqueuedAt) wake = true;
     } else if (key !== null && claimedInRequest.has(key)) {
       // Same key twice in one batch: the later item is a replay of the earlier one.
       results[index] = { id: '', suppressed: [], replayed: true };
@@ -65,7 +63,7 @@ export async function acceptEmails(deps: AcceptDeps, auth: AuthState, items: Pre
       const stored = await em.transactional(async (tx) => fresh.map((f) => stage(tx, auth, f.item, suppressedSet)));
       stored.forEach((s, i) => {
         results[fresh[i].index] = { id: s.id, suppressed: s.suppressed, replayed: false };
-        if (s.queued) toEnqueue.push(jobOf(s.email));
+        if (s.queued) wake = true;
       });
     } catch (err) {
       if (!(err instanceof UniqueConstraintViolationException)) throw err;
@@ -73,7 +71,7 @@ export async function acceptEmails(deps: AcceptDeps, auth: AuthState, items: Pre
       for (const f of fresh) {
         const one = await storeOne(deps.orm, auth, f.item, suppressedSet);
         results[f.index] = one.result;
-        if (one.enqueue) toEnqueue.push(one.enqueue);
+        if (one.enqueue) wake = true;
       }
     }
   }
@@ -81,23 +79,19 @@ export async function acceptEmails(deps: AcceptDeps, auth: AuthState, items: Pre
   items.forEach((item, index) => {
     if (results[index]!.id === '') results[index]!.id = results[claimedInRequest.get(item.idempotencyKey!)!]!.id;
   });
-  await enqueue(deps, toEnqueue);
+  if (wake) deps.dispatch();
   return results as Accepted[];
 }
 
-async function storeOne(orm: Orm, auth: AuthState, item: PreparedEmail, suppressedSet: Set<string>): Promise<{ result: Accepted; enqueue: SendEmailJob | null }> {
+async function storeOne(orm: Orm, auth: AuthState, item: PreparedEmail, suppressedSet: Set<string>): Promise<{ result: Accepted; enqueue: boolean }> {
   try {
     const s = await orm.em.fork().transactional(async (tx) => stage(tx, auth, item, suppressedSet));
-    return { result: { id: s.id, suppressed: s.suppressed, replayed: false }, enqueue: s.queued ? jobOf(s.email) : null };
+    return { result: { id: s.id, suppressed: s.suppressed, replayed: false }, enqueue: s.queued };
   } catch (err) {
     if (!(err instanceof UniqueConstraintViolationException) || item.idempotencyKey === null) throw err;
-    const prior = await orm.em.fork().findOneOrFail(Email, { organizationId: auth.organization.id, idempotencyKey: item.idempotencyKey }, { fields: ['id', 'enqueuedAt', 'mode', 'scheduledAt'] });
-    return { result: { id: prior.id, suppressed: [], replayed: true }, enqueue: prior.enqueuedAt ? null : jobOf(prior) };
+    const prior = await orm.em.fork().findOneOrFail(Email, { organizationId: auth.organization.id, idempotencyKey: item.idempotencyKey }, { fields: ['id', 'enqueuedAt'] });
+    return { result: { id: prior.id, suppressed: [], replayed: true }, enqueue: !prior.enqueuedAt };
   }
-}
-
-export function jobOf(e: Pick<Email, 'id' | 'mode' | 'scheduledAt'>): SendEmailJob {
-  return { emailId: e.id, mode: e.mode, notBeforeMs: e.scheduledAt ? e.scheduledAt.getTime() : null };
 }
 
 function stage(em: EntityManager, auth: AuthState, item: PreparedEmail, suppressedSet: Set<string>): { id: string; email: Email; suppressed: string[]; queued: boolean } {
@@ -143,48 +137,3 @@ function stage(em: EntityManager, auth: AuthState, item: PreparedEmail, suppress
   return { id, email, suppressed: suppressed.map((r) => r.given), queued };
 }
 
-/** Starts workflows for stored messages; a failure leaves them for the replay or the sweep. */
-export async function enqueue(deps: AcceptDeps, jobs: SendEmailJob[]): Promise<void> {
-  if (jobs.length === 0) return;
-  const started: string[] = [];
-  await Promise.all(
-    jobs.map(async (job) => {
-      try {
-        await deps.engine.startSendEmail(job);
-        started.push(job.emailId);
-      } catch (err) {
-        deps.log.error({ err, emailId: job.emailId }, 'could not start SendEmail; the message stays stored and is queued by a replay or the sweep');
-      }
-    }),
-  );
-  if (started.length > 0) markEnqueued(deps, started);
-}
-
-/**
- * enqueued_at is bookkeeping for the sweep and for replays, and starting a workflow twice is a
- * no-op, so the marks are written in one UPDATE every 200 ms instead of one per request. A crash
- * before the write only means the sweep starts those workflows again, harmlessly.
- */
-const pending = new Map<Orm, { ids: string[]; timer: NodeJS.Timeout; log: Logger }>();
-
-function markEnqueued(deps: AcceptDeps, ids: string[]): void {
-  let p = pending.get(deps.orm);
-  if (!p) {
-    p = { ids: [], log: deps.log, timer: setTimeout(() => void flushEnqueued(deps.orm), 200) };
-    p.timer.unref();
-    pending.set(deps.orm, p);
-  }
-  p.ids.push(...ids);
-}
-
-export async function flushEnqueued(orm: Orm): Promise<void> {
-  const p = pending.get(orm);
-  if (!p) return;
-  pending.delete(orm);
-  clearTimeout(p.timer);
-  try {
-    await orm.em.fork().nativeUpdate(Email, { id: { $in: p.ids }, enqueuedAt: null }, { enqueuedAt: new Date() });
-  } catch (err) {
-    p.log.warn({ err, count: p.ids.length }, 'could not mark messages enqueued; the sweep will start them again (a no-op)');
-  }
-}

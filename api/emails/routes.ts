@@ -19,6 +19,7 @@ export interface EmailRoutesDeps {
   engine: Engine;
   log: Logger;
   maxBodyBytes: number;
+  dispatch: () => void;
 }
 
 const MAX_BATCH = 100;
