@@ -27,6 +27,18 @@ export interface Service {
 /** One process: database (embedded or not), migrations, the embedded engine, the API, the dev inbox. */
 export async function startService(config: Config, opts: { log?: Logger; mailer?: Mailer } = {}): Promise<Service> {
   const log = opts.log ?? createLogger(config.logLevel);
+  // Bind the port first: until the database and the engine are up, every request (and /health)
+  // gets 503, so orchestrators and scripts can tell "starting" from "down".
+  let handler: http.RequestListener = (_req, res) => {
+    res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
+    res.end(JSON.stringify({ status: 'starting', error: { code: 'starting', message: 'the service is starting; retry shortly' } }));
+  };
+  const server = http.createServer((req, res) => handler(req, res));
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
   const db = await openDatabase(config, log);
   let inbox: DevInbox | null = null;
   let mailer = opts.mailer;
@@ -49,12 +61,7 @@ export async function startService(config: Config, opts: { log?: Logger; mailer?
   const dispatcher = new Dispatcher(workerOrm, engine, log.child({ component: 'dispatcher' }));
   dispatcher.start();
   const app = createApp({ orm: db.orm, engine, log, maxBodyBytes: config.maxBodyBytes, inbox: inbox ?? undefined, dispatch: () => dispatcher.kick() });
-  const server = http.createServer(app.callback());
-  server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => resolve());
-  });
+  handler = app.callback();
   const port = (server.address() as AddressInfo).port;
   const url = config.publicUrl ?? `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
 

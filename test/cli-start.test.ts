@@ -15,6 +15,16 @@ describe('svc start (what npm start runs) and the svc commands, on embedded defa
     const env = { DATA_DIR: dataDir, PORT: String(port), DEV_SMTP_PORT: '0' };
     const child = runSvc(['start'], env);
     const base = `http://127.0.0.1:${port}`;
+    // While PostgreSQL is being initialised the port already answers, with 503.
+    const starting = await waitFor(async () => {
+      try {
+        const r = await fetch(`${base}/health`);
+        return r.status;
+      } catch {
+        return undefined;
+      }
+    }, 'the port to answer', 60_000, 20);
+    assert.equal(starting, 503, 'health is 503 before the database and engine are ready');
     await waitHealthy(base, child, 120_000);
     await waitFor(async () => child.output().includes('Ctrl-C'), 'banner');
     const out = child.output();
