@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Orm } from '../db/orm';
-import { Email, Recipient, EmailEvent, Attachment, Suppression, type EventType, type RecipientState } from '../db/entities';
+import { Email, Recipient, EmailEvent, Attachment, Suppression, type EventType } from '../db/entities';
 import type { SendEmailActivities, DeliverResult } from './send-email-types';
 import { PermanentFailure, TransientDeliveryError } from './errors';
 import { SmtpTransactionError, type Mailer, type RecipientRejection } from './mailer';
@@ -28,9 +28,9 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
     return Object.assign(new EmailEvent(), { emailId: email.id, organizationId: email.organizationId, type, recipient, at: clock.now() }, extra);
   }
 
-  async function finalize(em: EntityManager, email: Email): Promise<DeliverResult> {
-    const states = (await em.find(Recipient, { emailId: email.id }, { fields: ['state'] })).map((r) => r.state);
-    const status = aggregateStatus(states);
+  /** The message's status from its recipients, already loaded and updated by the caller. */
+  async function finalize(em: EntityManager, email: Email, recipients: Recipient[]): Promise<DeliverResult> {
+    const status = aggregateStatus(recipients.map((r) => r.state));
     const sentAt = email.sentAt ?? (['sent', 'delivered', 'bounced', 'complained'].includes(status) ? clock.now() : null);
     await em.nativeUpdate(Email, { id: email.id }, { status, sentAt, updatedAt: clock.now() });
     return { status };
@@ -153,12 +153,13 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
       const email = await load(em, emailId);
       if (FINAL_STATUSES.has(email.status)) return { status: email.status };
       if (email.status !== 'sending') throw new PermanentFailure(`email ${emailId} is ${email.status}, not claimed for delivery`);
-      const due = await em.find(Recipient, { emailId, state: { $in: ['pending', 'in_flight'] } }, { orderBy: { id: 'asc' } });
+      const recipients = await em.find(Recipient, { emailId }, { orderBy: { id: 'asc' } });
+      const due = recipients.filter(isDue);
       if (due.length > 0) {
         if (email.mode === 'test') await simulate(em, email, due);
         else await sendLive(em, email, due);
       }
-      const result = await finalize(em, email);
+      const result = await finalize(em, email, recipients);
       log.info({ emailId, status: result.status, mode: email.mode }, 'delivery finished');
       return result;
     },
@@ -167,19 +168,21 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
       const em = orm.em.fork();
       const email = await load(em, emailId);
       if (FINAL_STATUSES.has(email.status)) return { status: email.status };
-      const left = await em.find(Recipient, { emailId, state: { $in: ['pending', 'in_flight'] } });
-      for (const r of left) {
-        r.state = 'failed' as RecipientState;
+      const recipients = await em.find(Recipient, { emailId });
+      for (const r of recipients.filter(isDue)) {
+        r.state = 'failed';
         r.updatedAt = clock.now();
         em.persist(event(email, 'failed', r.address, { detail }));
       }
       await em.flush();
-      const result = await finalize(em, email);
+      const result = await finalize(em, email, recipients);
       log.warn({ emailId, detail, status: result.status }, 'delivery failed');
       return result;
     },
   };
 }
+
+const isDue = (r: Recipient) => r.state === 'pending' || r.state === 'in_flight';
 
 function addressOnly(from: string): string {
   const m = /<([^>]+)>\s*$/.exec(from);

@@ -65,6 +65,11 @@ describe('API: POST /emails', function () {
     const method = await t.call('DELETE', '/api/v1/emails');
     assert.equal(method.status, 405);
     assert.equal(method.body.error.code, 'method_not_allowed');
+    assert.match(method.headers.get('allow') ?? '', /GET/);
+    assert.match(method.headers.get('allow') ?? '', /POST/);
+    const empty = await t.call('POST', '/api/v1/emails', { raw: '' , contentType: 'application/json' });
+    assert.equal(empty.status, 400);
+    assert.equal(empty.body.error.code, 'invalid_json');
     const arr = await t.call('POST', '/api/v1/emails', { body: [base()] });
     assert.equal(arr.status, 422);
     assert.equal(arr.body.error.code, 'validation_error');
@@ -123,6 +128,7 @@ describe('API: POST /emails', function () {
     await rejects({ ...base(), tags: [{ name: 'n'.repeat(65), value: 'v' }] }, 422, 'validation_error');
     await rejects({ ...base(), tags: [{ name: 'n', value: 'v'.repeat(257) }] }, 422, 'validation_error');
     await rejects({ ...base(), kind: 'k'.repeat(65) }, 422, 'validation_error');
+    await rejects({ ...base(), tags: [{ name: 'kind', value: 'k'.repeat(65) }] }, 422, 'validation_error');
     const res = await t.call('POST', '/api/v1/emails', { body: { ...base(), tags: [{ name: 'kind', value: 'receipt.order' }, { name: 'plan', value: 'pro' }] } });
     assert.equal(res.status, 200);
     const got = await t.call('GET', `/api/v1/emails/${res.body.id}`);

@@ -94,7 +94,7 @@ async function storeOne(orm: Orm, auth: AuthState, item: PreparedEmail, suppress
   }
 }
 
-function stage(em: EntityManager, auth: AuthState, item: PreparedEmail, suppressedSet: Set<string>): { id: string; email: Email; suppressed: string[]; queued: boolean } {
+function stage(em: EntityManager, auth: AuthState, item: PreparedEmail, suppressedSet: Set<string>): { id: string; suppressed: string[]; queued: boolean } {
   const now = new Date();
   const id = uuidv7(now.getTime());
   const suppressed = item.recipients.filter((r) => suppressedSet.has(r.address));
@@ -134,6 +134,6 @@ function stage(em: EntityManager, auth: AuthState, item: PreparedEmail, suppress
   item.attachments.forEach((a, position) => {
     em.persist(Object.assign(new Attachment(), { id: uuidv7(), emailId: id, position, filename: a.filename, contentType: a.contentType, size: a.content.length, content: a.content }));
   });
-  return { id, email, suppressed: suppressed.map((r) => r.given), queued };
+  return { id, suppressed: suppressed.map((r) => r.given), queued };
 }
 

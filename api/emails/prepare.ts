@@ -1,7 +1,7 @@
 import { ValidationError } from 'yup';
 import type { Domain, Tag } from '../../db/entities';
 import type { AuthState } from '../middleware/auth';
-import { ApiError, validationError } from '../errors';
+import { ApiError, validationError, fromYup } from '../errors';
 import { parseAddress } from './address';
 import {
   sendEmailSchema, isPlainObject, RESERVED_HEADERS, DROPPED_HEADERS, MAX_RECIPIENTS, MAX_ATTACHMENT_BYTES, MAX_SCHEDULE_AHEAD_MS,
@@ -67,11 +67,7 @@ export function prepareEmail(input: unknown, opts: PrepareOptions): PreparedEmai
   try {
     body = sendEmailSchema.validateSync(input, { abortEarly: false, stripUnknown: false });
   } catch (e) {
-    if (e instanceof ValidationError) {
-      const details = (e.inner.length ? e.inner : [e]).map((x) => ({ field: x.path ?? '', message: x.message }));
-      throw validationError(details.map((d) => d.message).join('; '), details);
-    }
-    throw e;
+    throw e instanceof ValidationError ? fromYup(e) : e;
   }
   if (body.html === undefined && body.text === undefined) {
     throw validationError('html or text (or both) is required', [{ field: 'html', message: 'html or text is required' }]);

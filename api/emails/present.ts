@@ -1,5 +1,6 @@
 import type { Email, EmailEvent, Attachment } from '../../db/entities';
 
+/** Entities carry Dates; raw list rows carry PostgreSQL's timestamp strings. */
 const iso = (d: Date | string | null) => (d ? new Date(d).toISOString() : null);
 
 export function presentEvent(e: EmailEvent) {
@@ -46,8 +47,8 @@ export interface SummaryRow {
   status: string;
   mode: string;
   kind: string | null;
-  created_at: Date;
-  sent_at: Date | null;
+  created_at: string;
+  sent_at: string | null;
 }
 
 export function presentSummary(r: SummaryRow) {

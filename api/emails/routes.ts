@@ -5,7 +5,7 @@ import { Email, EmailEvent, Attachment, Domain } from '../../db/entities';
 import type { Engine } from '../../worker/engine';
 import type { Logger } from '../../server/logger';
 import { isUuid } from '../../server/ids';
-import { ApiError, notFound, validationError } from '../errors';
+import { ApiError, notFound, validationError, fromYup } from '../errors';
 import { auth, requirePermission, type AuthState } from '../middleware/auth';
 import { readJsonBody } from '../middleware/json-body';
 import { prepareEmail, type PreparedEmail } from './prepare';
@@ -95,15 +95,14 @@ export function emailRoutes(deps: EmailRoutesDeps): Router {
   router.get('/emails', async (ctx) => {
     const a = auth(ctx);
     let q: ListEmailsQuery;
+    // yup's noUnknown strips rather than rejects when it coerces (limit arrives as a string), so check here.
     const unknown = Object.keys(ctx.query).filter((k) => !(k in listEmailsQuerySchema.fields));
     if (unknown.length) throw validationError(`unknown query parameter(s): ${unknown.join(', ')}`, unknown.map((k) => ({ field: k, message: 'unknown parameter' })));
     if (Object.values(ctx.query).some((v) => Array.isArray(v))) throw validationError('each query parameter may appear once');
     try {
       q = listEmailsQuerySchema.validateSync({ ...ctx.query }, { abortEarly: false });
     } catch (e) {
-      if (!(e instanceof ValidationError)) throw e;
-      const details = (e.inner.length ? e.inner : [e]).map((x) => ({ field: x.path ?? '', message: x.message }));
-      throw validationError(details.map((d) => d.message).join('; '), details);
+      throw e instanceof ValidationError ? fromYup(e) : e;
     }
     const where: string[] = ['e.organization_id = ?'];
     const params: unknown[] = [a.organization.id];

@@ -94,8 +94,7 @@ export const listEmailsQuerySchema = yup
     mode: yup.string().oneOf(['live', 'test']),
     since: yup.string().test('iso', 'since must be an ISO 8601 timestamp', (v) => v === undefined || !Number.isNaN(Date.parse(v))),
     until: yup.string().test('iso', 'until must be an ISO 8601 timestamp', (v) => v === undefined || !Number.isNaN(Date.parse(v))),
-  })
-  .noUnknown(true, 'unknown query parameter(s): ${unknown}');
+  });
 
 export type ListEmailsQuery = yup.InferType<typeof listEmailsQuerySchema>;
 

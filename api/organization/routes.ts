@@ -6,7 +6,7 @@ export function organizationRoutes(): Router {
   const router = new Router();
   router.get('/organization', requirePermission('admin'), (ctx) => {
     const { organization: o } = auth(ctx);
-    ctx.body = { object: 'organization', id: o.id, name: o.name, plan: o.plan, postal_address: o.postalAddress, created_at: new Date(o.createdAt).toISOString() };
+    ctx.body = { object: 'organization', id: o.id, name: o.name, plan: o.plan, postal_address: o.postalAddress, created_at: o.createdAt.toISOString() };
   });
   return router;
 }
