@@ -21,4 +21,6 @@ export interface SendEmailActivities {
   deliver(emailId: string): Promise<DeliverResult>;
   /** Marks what is left undelivered as failed after retries ran out. */
   failDelivery(emailId: string, detail: string): Promise<DeliverResult>;
+  /** Conditional update sent → unconfirmed (operator action); any other status is left as it is. */
+  closeUnconfirmed(emailId: string): Promise<DeliverResult>;
 }

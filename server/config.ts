@@ -1,4 +1,6 @@
 import path from 'node:path';
+import { loadClientConnectConfig } from '@temporalio/envconfig';
+import type { NativeConnectionOptions } from '@temporalio/worker';
 
 /** Everything the process reads from its environment, parsed once at boot. */
 export interface Config {
@@ -14,8 +16,10 @@ export interface Config {
   smtpUrl: string | undefined;
   /** Port of the development inbox's SMTP sink when SMTP_URL is unset (0 picks a free port). */
   devSmtpPort: number;
-  /** Workflow engine: only `embedded` (DBOS on the service's PostgreSQL) exists in this build. */
-  engine: 'embedded';
+  /** Workflow engine: `embedded` (DBOS on the service's PostgreSQL, in-process) or `temporal`. */
+  engine: 'embedded' | 'temporal';
+  /** Temporal connection and queues; present when ENGINE=temporal. */
+  temporal: TemporalConfig | undefined;
   /** First retry delay of a transient delivery failure, in seconds; doubles on each of the 4 attempts. */
   retryBaseSeconds: number;
   /** Live messages handed to the relay per second across the platform (the spec's worker send rate). */
@@ -34,6 +38,19 @@ export interface Config {
   publicUrl: string | undefined;
 }
 
+export interface TemporalConfig {
+  /** TEMPORAL_ADDRESS, TEMPORAL_API_KEY, TEMPORAL_TLS* or a TEMPORAL_PROFILE, read by @temporalio/envconfig. */
+  connection: NativeConnectionOptions;
+  /** TEMPORAL_NAMESPACE (default `default`). */
+  namespace: string;
+  /** TEMPORAL_TASK_QUEUE: workflows and database activities (default `svc-mail`). */
+  taskQueue: string;
+  /** TEMPORAL_DELIVERY_TASK_QUEUE: live deliveries, rate-limited (default `<task queue>-delivery`). */
+  deliveryTaskQueue: string;
+  /** CONFIRMATION_WINDOW_HOURS: how long a `sent` message's workflow waits for a delivery event or an operator's close (default 72). */
+  confirmationWindowMs: number;
+}
+
 function int(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
@@ -43,9 +60,11 @@ function int(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
 }
 
 export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const engine = env.ENGINE ?? 'embedded';
-  if (engine !== 'embedded') {
-    throw new Error(`ENGINE=${engine} is not available in this build; only ENGINE=embedded is`);
+  const engine = env.ENGINE || 'embedded';
+  if (engine !== 'embedded' && engine !== 'temporal') throw new Error(`ENGINE must be embedded or temporal, got ${JSON.stringify(engine)}`);
+  if (engine === 'embedded' && env.CONFIRMATION_WINDOW_HOURS) {
+    // On DBOS a waiting workflow keeps its queue slot, so live mail would stall behind open windows.
+    throw new Error('CONFIRMATION_WINDOW_HOURS needs ENGINE=temporal; on the embedded engine use `svc email close-unconfirmed`');
   }
   return {
     databaseUrl: env.DATABASE_URL || undefined,
@@ -55,6 +74,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     smtpUrl: env.SMTP_URL || undefined,
     devSmtpPort: int('DEV_SMTP_PORT', 2525, env),
     engine,
+    temporal: engine === 'temporal' ? readTemporalConfig(env) : undefined,
     retryBaseSeconds: int('RETRY_BASE_SECONDS', 30, env),
     sendRatePerSecond: int('SEND_RATE_PER_SECOND', 12, env),
     workerConcurrency: int('WORKER_CONCURRENCY', 8, env),
@@ -63,5 +83,18 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dbPoolSize: int('DB_POOL_SIZE', 10, env),
     logLevel: env.LOG_LEVEL || 'info',
     publicUrl: env.PUBLIC_URL || undefined,
+  };
+}
+
+function readTemporalConfig(env: NodeJS.ProcessEnv): TemporalConfig {
+  // envconfig reads the same variables and profile files as the `temporal` CLI, TLS and API keys included.
+  const loaded = loadClientConnectConfig({ overrideEnvVars: env as Record<string, string> });
+  const taskQueue = env.TEMPORAL_TASK_QUEUE || 'svc-mail';
+  return {
+    connection: { ...loaded.connectionOptions, address: loaded.connectionOptions.address || 'localhost:7233' },
+    namespace: loaded.namespace || 'default',
+    taskQueue,
+    deliveryTaskQueue: env.TEMPORAL_DELIVERY_TASK_QUEUE || `${taskQueue}-delivery`,
+    confirmationWindowMs: int('CONFIRMATION_WINDOW_HOURS', 72, env) * 3_600_000,
   };
 }

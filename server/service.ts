@@ -9,6 +9,7 @@ import { DevInbox } from '../smtp/dev-inbox';
 import { createSmtpMailer, type Mailer } from '../activities/mailer';
 import { createActivities } from '../activities';
 import { startDbosEngine } from '../worker/dbos-engine';
+import { startTemporalEngine } from '../worker/temporal-engine';
 import type { Engine } from '../worker/engine';
 import { createApp } from '../api/app';
 import { Dispatcher } from '../worker/dispatcher';
@@ -24,7 +25,10 @@ export interface Service {
 }
 
 
-/** One process: database (embedded or not), migrations, the embedded engine, the API, the dev inbox. */
+/**
+ * One process: database (embedded or not), migrations, the API, the dev inbox, and either the
+ * embedded engine with its workers or a Temporal client (workers then run in `svc worker`).
+ */
 export async function startService(config: Config, opts: { log?: Logger; mailer?: Mailer } = {}): Promise<Service> {
   const log = opts.log ?? createLogger(config.logLevel);
   // Bind the port first: until the database and the engine are up, every request (and /health)
@@ -42,22 +46,24 @@ export async function startService(config: Config, opts: { log?: Logger; mailer?
   const db = await openDatabase(config, log);
   let inbox: DevInbox | null = null;
   let mailer = opts.mailer;
-  if (!mailer) {
-    if (config.smtpUrl) {
-      mailer = createSmtpMailer(config.smtpUrl, false);
-    } else {
-      inbox = new DevInbox(path.join(config.dataDir, 'inbox'), log.child({ component: 'dev-inbox' }));
-      await inbox.start(config.devSmtpPort);
-      mailer = createSmtpMailer(`smtp://127.0.0.1:${inbox.port}`, true);
-    }
+  if (!mailer && !config.smtpUrl) {
+    // With Temporal the inbox still lives here; `svc worker` relays into it on DEV_SMTP_PORT.
+    inbox = new DevInbox(path.join(config.dataDir, 'inbox'), log.child({ component: 'dev-inbox' }));
+    await inbox.start(config.devSmtpPort);
   }
   // Workers get their own pool so a backlog of deliveries never queues API requests behind it.
   const workerOrm = await openOrm(db.url, config.workerDbPoolSize);
-  const activities = createActivities({ orm: workerOrm, mailer, clock: { now: () => new Date() }, log: log.child({ component: 'activities' }) });
-  const engine = await startDbosEngine({
-    databaseUrl: db.url, activities, retryBaseSeconds: config.retryBaseSeconds, log,
-    sendRatePerSecond: config.sendRatePerSecond, workerConcurrency: config.workerConcurrency,
-  });
+  let engine: Engine;
+  if (config.engine === 'temporal') {
+    engine = await startTemporalEngine({ ...config.temporal!, retryBaseSeconds: config.retryBaseSeconds }, log.child({ component: 'temporal' }));
+  } else {
+    mailer ??= inbox ? createSmtpMailer(`smtp://127.0.0.1:${inbox.port}`, true) : createSmtpMailer(config.smtpUrl!, false);
+    const activities = createActivities({ orm: workerOrm, mailer, clock: { now: () => new Date() }, log: log.child({ component: 'activities' }) });
+    engine = await startDbosEngine({
+      databaseUrl: db.url, activities, retryBaseSeconds: config.retryBaseSeconds, log,
+      sendRatePerSecond: config.sendRatePerSecond, workerConcurrency: config.workerConcurrency,
+    });
+  }
   const dispatcher = new Dispatcher(workerOrm, engine, log.child({ component: 'dispatcher' }));
   dispatcher.start();
   const app = createApp({ orm: db.orm, engine, log, maxBodyBytes: config.maxBodyBytes, inbox: inbox ?? undefined, dispatch: () => dispatcher.kick() });
@@ -80,7 +86,7 @@ export async function startService(config: Config, opts: { log?: Logger; mailer?
       await dispatcher.stop();
       await engine.stop();
       await workerOrm.close();
-      mailer!.close();
+      mailer?.close();
       if (inbox) await inbox.stop();
       await db.close();
       log.info('service stopped');

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { sendEmailWorkflow, CANCEL_SIGNAL } from '../workflows/send-email';
+import { sendEmailWorkflow, CANCEL_SIGNAL, CLOSE_UNCONFIRMED_SIGNAL } from '../workflows/send-email';
 import type { WorkflowContext } from '../workflows/context';
 import type { SendEmailActivities, ClaimResult, LoadForSendResult } from '../activities/send-email-types';
 
@@ -13,6 +13,7 @@ function harness(opts: { load: LoadForSendResult; claims: ClaimResult[]; deliver
     claimForDelivery: async () => (calls.push('claimForDelivery'), opts.claims.shift() ?? { outcome: 'not_queued', status: 'canceled' }),
     deliver: async () => (calls.push('deliver'), opts.deliver ? opts.deliver() : { status: 'sent' }),
     failDelivery: async (_id, detail) => (calls.push(`failDelivery:${detail}`), { status: 'failed' }),
+    closeUnconfirmed: async () => (calls.push('closeUnconfirmed'), { status: 'unconfirmed' }),
   };
   const ctx: WorkflowContext<SendEmailActivities> = {
     now: async () => clock,
@@ -49,6 +50,23 @@ describe('Workflow body: SendEmail', () => {
     assert.deepEqual(await sendEmailWorkflow(h.ctx, { emailId: 'e1' }), { status: 'canceled' });
     assert.equal(h.waits[0].signaled, true);
     assert.ok(!h.calls.includes('deliver'));
+  });
+
+  it('keeps a sent message open for the confirmation window and closes it as unconfirmed on signal', async () => {
+    const h = harness({ load: { status: 'queued', scheduledAtMs: null }, claims: [{ outcome: 'claimed' }], signalAt: 5_000 });
+    assert.deepEqual(await sendEmailWorkflow(h.ctx, { emailId: 'e1', confirmationWindowMs: 60_000 }), { status: 'unconfirmed' });
+    assert.deepEqual(h.waits, [{ name: CLOSE_UNCONFIRMED_SIGNAL, deadline: 61_000, signaled: true }]);
+    assert.deepEqual(h.calls, ['loadForSend', 'claimForDelivery', 'deliver', 'closeUnconfirmed']);
+  });
+
+  it('ends at sent when the confirmation window passes without a signal, and never waits without a window', async () => {
+    const h = harness({ load: { status: 'queued', scheduledAtMs: null }, claims: [{ outcome: 'claimed' }] });
+    assert.deepEqual(await sendEmailWorkflow(h.ctx, { emailId: 'e1', confirmationWindowMs: 60_000 }), { status: 'sent' });
+    assert.equal(h.waits.length, 1);
+    assert.ok(!h.calls.includes('closeUnconfirmed'));
+    const bare = harness({ load: { status: 'queued', scheduledAtMs: null }, claims: [{ outcome: 'claimed' }], signalAt: 5_000 });
+    assert.deepEqual(await sendEmailWorkflow(bare.ctx, { emailId: 'e1' }), { status: 'sent' });
+    assert.equal(bare.waits.length, 0);
   });
 
   it('does nothing for a message that is no longer queued', async () => {

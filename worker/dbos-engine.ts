@@ -3,7 +3,7 @@ import type { Activities } from '../activities';
 import { isNonRetryable } from '../activities/errors';
 import type { WorkflowContext } from '../workflows/context';
 import { retryPolicy } from '../workflows/context';
-import { sendEmailWorkflow, sendEmailActivityRetry, SEND_EMAIL_WORKFLOW, CANCEL_SIGNAL, type SendEmailInput } from '../workflows/send-email';
+import { sendEmailWorkflow, sendEmailActivityRetry, SEND_EMAIL_WORKFLOW, CANCEL_SIGNAL, CLOSE_UNCONFIRMED_SIGNAL, type SendEmailInput } from '../workflows/send-email';
 import type { Engine, SendEmailJob } from './engine';
 import type { Logger } from '../server/logger';
 
@@ -106,6 +106,9 @@ export async function startDbosEngine(opts: DbosEngineOptions): Promise<Engine> 
     },
     async signalCancel(emailId) {
       await DBOS.send(emailId, { at: Date.now() }, CANCEL_SIGNAL, `cancel:${emailId}`);
+    },
+    async signalCloseUnconfirmed(emailId) {
+      await DBOS.send(emailId, { at: Date.now() }, CLOSE_UNCONFIRMED_SIGNAL, `close-unconfirmed:${emailId}`);
     },
     ready: () => running,
     async stop() {

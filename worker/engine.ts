@@ -8,13 +8,15 @@ export interface SendEmailJob {
   notBeforeMs: number | null;
 }
 
-/** What the API and the CLI need from a workflow engine; DBOS implements it here, Temporal later. */
+/** What the API and the CLI need from a workflow engine: DBOS (embedded) or Temporal. */
 export interface Engine {
   readonly name: string;
   /** Starts SendEmail with workflow id = email id; starting an existing one is a no-op. */
   startSendEmail(job: SendEmailJob): Promise<void>;
   /** Wakes a SendEmail waiting on its timer after the API canceled the message. */
   signalCancel(emailId: string): Promise<void>;
+  /** Operator's close of a `sent` message whose delivery event will never come. */
+  signalCloseUnconfirmed(emailId: string): Promise<void>;
   ready(): boolean;
   stop(): Promise<void>;
 }

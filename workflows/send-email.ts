@@ -4,9 +4,21 @@ import type { SendEmailActivities } from '../activities/send-email-types';
 export const SEND_EMAIL_WORKFLOW = 'SendEmail';
 /** Signal the API sends after it canceled a queued message, to end the timer early. */
 export const CANCEL_SIGNAL = 'cancel';
+/**
+ * Operator signal (Temporal UI/CLI, or `svc email close-unconfirmed`): the message left the
+ * provider but no delivery event will come (an ingest outage), so close it as `unconfirmed`.
+ */
+export const CLOSE_UNCONFIRMED_SIGNAL = 'close-unconfirmed';
+/** Every signal SendEmail listens to; bindings register them before the body runs. */
+export const SEND_EMAIL_SIGNALS = [CANCEL_SIGNAL, CLOSE_UNCONFIRMED_SIGNAL];
 
 export interface SendEmailInput {
   emailId: string;
+  /**
+   * How long a message the relay accepted (`sent`) keeps its workflow open for a delivery event
+   * or an operator's close-unconfirmed signal. 0 or absent: the workflow ends at `sent`.
+   */
+  confirmationWindowMs?: number;
 }
 
 export interface SendEmailResult {
@@ -19,6 +31,7 @@ export const sendEmailActivityRetry: Record<keyof SendEmailActivities, RetryClas
   claimForDelivery: 'infrastructure',
   deliver: 'transport',
   failDelivery: 'infrastructure',
+  closeUnconfirmed: 'infrastructure',
 };
 
 /**
@@ -47,17 +60,29 @@ export async function sendEmailWorkflow(
     wakeAt = claim.untilMs;
   }
 
+  let status: string;
   try {
-    const delivered = await a.deliver(input.emailId);
-    return { status: delivered.status };
+    status = (await a.deliver(input.emailId)).status;
   } catch (err) {
     // Transient failures exhausted their attempts, or a permanent failure was raised.
     const failed = await a.failDelivery(input.emailId, describe(err));
     return { status: failed.status };
   }
+
+  const window = input.confirmationWindowMs ?? 0;
+  if (status === 'sent' && window > 0) {
+    // Left the provider; a delivery event (or an operator closing it) may still come.
+    if (await ctx.waitForSignal(CLOSE_UNCONFIRMED_SIGNAL, (await ctx.now()) + window)) {
+      status = (await a.closeUnconfirmed(input.emailId)).status;
+    }
+  }
+  return { status };
 }
 
+/** The innermost message: engines wrap activity errors (Temporal's ActivityFailure has a cause). */
 function describe(err: unknown): string {
-  if (err && typeof err === 'object' && 'message' in err) return String((err as { message: unknown }).message).slice(0, 1000);
-  return String(err).slice(0, 1000);
+  let e: unknown = err;
+  while (e && typeof e === 'object' && 'cause' in e && (e as { cause?: unknown }).cause) e = (e as { cause: unknown }).cause;
+  if (e && typeof e === 'object' && 'message' in e) return String((e as { message: unknown }).message).slice(0, 1000);
+  return String(e).slice(0, 1000);
 }

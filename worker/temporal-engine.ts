@@ -1,0 +1,67 @@
+import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/common';
+import { SEND_EMAIL_WORKFLOW, CANCEL_SIGNAL, CLOSE_UNCONFIRMED_SIGNAL } from '../workflows/send-email';
+import type { TemporalSendEmailInput } from '../workflows/temporal';
+import type { Engine, SendEmailJob } from './engine';
+import type { TemporalConfig } from '../server/config';
+import type { Logger } from '../server/logger';
+
+export interface TemporalSettings extends TemporalConfig {
+  /** First retry delay of transient delivery failures (RETRY_BASE_SECONDS). */
+  retryBaseSeconds: number;
+}
+
+/**
+ * The API's side of the Temporal engine: starts and signals workflows through @temporalio/client.
+ * Workflows run in `svc worker` processes (worker/temporal-worker.ts).
+ */
+export async function startTemporalEngine(settings: TemporalSettings, log: Logger): Promise<Engine> {
+  const connection = await Connection.connect(settings.connection as ConnectionOptions);
+  const client = new Client({ connection, namespace: settings.namespace });
+  let running = true;
+  log.info({ address: settings.connection.address, namespace: settings.namespace, taskQueue: settings.taskQueue }, 'temporal engine connected');
+
+  async function signal(emailId: string, name: string): Promise<void> {
+    try {
+      await client.workflow.getHandle(emailId).signal(name, { at: Date.now() });
+    } catch (err) {
+      // Already finished (or never started): the database decided; nothing is waiting to wake.
+      if (err instanceof WorkflowNotFoundError) return;
+      throw err;
+    }
+  }
+
+  return {
+    name: 'temporal',
+    async startSendEmail(job: SendEmailJob) {
+      const input: TemporalSendEmailInput = {
+        emailId: job.emailId,
+        transportRetryBaseSeconds: settings.retryBaseSeconds,
+        // Test mail never leaves the machine, so it skips the rate-limited delivery queue.
+        ...(job.mode === 'live' ? { deliveryTaskQueue: settings.deliveryTaskQueue } : {}),
+        ...(settings.confirmationWindowMs > 0 ? { confirmationWindowMs: settings.confirmationWindowMs } : {}),
+      };
+      try {
+        await client.workflow.start(SEND_EMAIL_WORKFLOW, {
+          taskQueue: settings.taskQueue,
+          workflowId: job.emailId,
+          args: [input],
+          // Workflow id = email id: a repeated start (dispatcher retry, replayed idempotency key)
+          // joins the running workflow, and a finished one is never run again.
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        });
+      } catch (err) {
+        if (err instanceof WorkflowExecutionAlreadyStartedError) return;
+        throw err;
+      }
+    },
+    signalCancel: (emailId) => signal(emailId, CANCEL_SIGNAL),
+    signalCloseUnconfirmed: (emailId) => signal(emailId, CLOSE_UNCONFIRMED_SIGNAL),
+    ready: () => running,
+    async stop() {
+      running = false;
+      await connection.close();
+    },
+  };
+}

@@ -1,0 +1,65 @@
+import { NativeConnection, Worker } from '@temporalio/worker';
+import type { Activities } from '../activities';
+import type { TemporalSettings } from './temporal-engine';
+import type { Logger } from '../server/logger';
+
+export interface TemporalWorkerOptions {
+  settings: TemporalSettings;
+  activities: Activities;
+  /** Live deliveries per second across every worker of the delivery task queue (the spec's 12). */
+  sendRatePerSecond: number;
+  /** Activities running at once in this process, per task queue. */
+  concurrency: number;
+  log: Logger;
+}
+
+export interface RunningTemporalWorker {
+  /** Settles when both workers have stopped (after stop() or a fatal error). */
+  done: Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * A worker process for the Temporal engine: one Worker on the main task queue (the bundled
+ * workflows and the database activities) and one on the delivery task queue that only runs
+ * `deliver`, with the send rate enforced by the Temporal server for the whole task queue
+ * (`maxTaskQueueActivitiesPerSecond`), so adding workers never raises it.
+ */
+export async function runTemporalWorker(opts: TemporalWorkerOptions): Promise<RunningTemporalWorker> {
+  const { settings, activities, log } = opts;
+  const connection = await NativeConnection.connect(settings.connection);
+  const main = await Worker.create({
+    connection,
+    namespace: settings.namespace,
+    taskQueue: settings.taskQueue,
+    workflowsPath: require.resolve('../workflows/temporal'),
+    activities,
+    maxConcurrentActivityTaskExecutions: opts.concurrency,
+  });
+  const delivery = await Worker.create({
+    connection,
+    namespace: settings.namespace,
+    taskQueue: settings.deliveryTaskQueue,
+    activities: { deliver: activities.deliver },
+    maxTaskQueueActivitiesPerSecond: opts.sendRatePerSecond,
+    maxConcurrentActivityTaskExecutions: opts.concurrency,
+  });
+  log.info({ taskQueue: settings.taskQueue, deliveryTaskQueue: settings.deliveryTaskQueue, sendRatePerSecond: opts.sendRatePerSecond }, 'temporal worker running');
+  const done = Promise.all([main.run(), delivery.run()]).then(
+    async () => {
+      await connection.close();
+    },
+    async (err) => {
+      log.error({ err }, 'temporal worker stopped with an error');
+      await connection.close();
+      throw err;
+    },
+  );
+  return {
+    done,
+    async stop() {
+      for (const w of [main, delivery]) if (w.getState() === 'RUNNING') w.shutdown();
+      await done.catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,76 @@
+import { proxyActivities, sleep, condition, defineSignal, setHandler, type ActivityOptions } from '@temporalio/workflow';
+import { retryPolicy, NON_RETRYABLE_ERROR_TYPES, type RetryClass, type WorkflowContext } from '../context';
+
+/**
+ * Engine settings a Temporal run carries in its input, because workflow code cannot read the
+ * environment: they are fixed when the workflow starts and replay identically.
+ */
+export interface TemporalBinding {
+  /** First retry delay of `transport` activities (the spec's 30 s; shorter in tests). */
+  transportRetryBaseSeconds?: number;
+  /**
+   * Task queue for `transport` activities: the rate-limited delivery queue for live mail.
+   * Absent (test mode): they run on the workflow's own task queue, like the other activities.
+   */
+  deliveryTaskQueue?: string;
+}
+
+function activityOptions(kind: RetryClass, binding: TemporalBinding): ActivityOptions {
+  const p = retryPolicy(kind, binding.transportRetryBaseSeconds ?? 30);
+  return {
+    // One SMTP transaction with a large message, or one database statement batch.
+    startToCloseTimeout: kind === 'transport' ? '10 minutes' : '1 minute',
+    ...(kind === 'transport' && binding.deliveryTaskQueue ? { taskQueue: binding.deliveryTaskQueue } : {}),
+    retry: {
+      maximumAttempts: p.maxAttempts,
+      initialInterval: p.initialIntervalSeconds * 1000,
+      backoffCoefficient: p.backoffCoefficient,
+      nonRetryableErrorTypes: NON_RETRYABLE_ERROR_TYPES,
+    },
+  };
+}
+
+/**
+ * The engine-free WorkflowContext on Temporal: timers are `sleep`/`condition`, signals are
+ * `defineSignal`/`setHandler` (registered before the body runs, so none is lost), activities go
+ * through `proxyActivities` with the retry policy of their class.
+ */
+export function temporalContext<A extends object>(
+  retry: Record<keyof A, RetryClass>,
+  signals: readonly string[],
+  binding: TemporalBinding,
+): WorkflowContext<A> {
+  // Signals count up and a wait consumes one, the same semantics as DBOS's recv on a topic.
+  const pending = new Map<string, number>();
+  for (const name of signals) {
+    pending.set(name, 0);
+    setHandler(defineSignal<[unknown?]>(name), () => {
+      pending.set(name, (pending.get(name) ?? 0) + 1);
+    });
+  }
+  const byClass = {
+    infrastructure: proxyActivities<Record<string, (...args: unknown[]) => Promise<unknown>>>(activityOptions('infrastructure', binding)),
+    transport: proxyActivities<Record<string, (...args: unknown[]) => Promise<unknown>>>(activityOptions('transport', binding)),
+  };
+  const activities = {} as Record<string, unknown>;
+  for (const name of Object.keys(retry) as (keyof A & string)[]) {
+    activities[name] = (...args: unknown[]) => byClass[retry[name]][name](...args);
+  }
+  return {
+    // Date.now() inside a Temporal workflow is the deterministic workflow-task time.
+    now: async () => Date.now(),
+    sleepUntil: async (epochMs) => {
+      const ms = epochMs - Date.now();
+      if (ms > 0) await sleep(ms);
+    },
+    waitForSignal: async (name, deadlineEpochMs) => {
+      if (!pending.has(name)) throw new Error(`signal ${name} was not registered with the binding`);
+      const take = () => (pending.get(name) ?? 0) > 0;
+      const ms = deadlineEpochMs - Date.now();
+      const arrived = take() || (ms > 0 && (await condition(take, ms)));
+      if (arrived) pending.set(name, pending.get(name)! - 1);
+      return arrived;
+    },
+    activities: activities as A,
+  };
+}
