@@ -7,6 +7,7 @@ class SummaryReporter extends Mocha.reporters.Spec {
     super(runner, options);
     runner.once(EVENT_RUN_END, () => {
       const s = runner.stats || {};
+      for (const reason of globalThis.__skipReasons || []) process.stdout.write(`\nskipped: ${reason}`);
       process.stdout.write(`\ntests: ${s.passes || 0} passed, ${s.failures || 0} failed, ${s.pending || 0} skipped\n`);
     });
   }
