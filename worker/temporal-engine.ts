@@ -16,7 +16,9 @@ export interface TemporalSettings extends TemporalConfig {
  * Workflows run in `svc worker` processes (worker/temporal-worker.ts).
  */
 export async function startTemporalEngine(settings: TemporalSettings, log: Logger): Promise<Engine> {
-  const connection = await Connection.connect(settings.connection as ConnectionOptions);
+  const connection = await Connection.connect(settings.connection as ConnectionOptions).catch((err: Error) => {
+    throw new Error(`cannot reach Temporal at ${settings.connection.address} (TEMPORAL_ADDRESS): ${err.message}`);
+  });
   const client = new Client({ connection, namespace: settings.namespace });
   let running = true;
   log.info({ address: settings.connection.address, namespace: settings.namespace, taskQueue: settings.taskQueue }, 'temporal engine connected');

@@ -27,7 +27,9 @@ export interface RunningTemporalWorker {
  */
 export async function runTemporalWorker(opts: TemporalWorkerOptions): Promise<RunningTemporalWorker> {
   const { settings, activities, log } = opts;
-  const connection = await NativeConnection.connect(settings.connection);
+  const connection = await NativeConnection.connect(settings.connection).catch((err: Error) => {
+    throw new Error(`cannot reach Temporal at ${settings.connection.address} (TEMPORAL_ADDRESS): ${err.message}`);
+  });
   const main = await Worker.create({
     connection,
     namespace: settings.namespace,
