@@ -9,6 +9,8 @@ import { errorMiddleware } from './middleware/errors';
 import { authMiddleware } from './middleware/auth';
 import { ApiError } from './errors';
 import { emailRoutes } from './emails/routes';
+import { keyRoutes } from './keys/routes';
+import { auditLogRoutes } from './audit-log/routes';
 import { organizationRoutes } from './organization/routes';
 import { inboxRoutes } from './inbox/routes';
 
@@ -49,9 +51,10 @@ export function createApp(deps: AppDeps): Koa {
   const api = new Router({ prefix: '/api/v1' });
   api.use(authMiddleware(deps.orm));
   const emails = emailRoutes(deps);
-  const organization = organizationRoutes();
   api.use(emails.routes());
-  api.use(organization.routes());
+  api.use(keyRoutes(deps).routes());
+  api.use(organizationRoutes(deps).routes());
+  api.use(auditLogRoutes(deps).routes());
   app.use(api.routes());
 
   const routed = [root, api];

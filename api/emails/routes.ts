@@ -1,3 +1,4 @@
+import type Koa from 'koa';
 import Router from '@koa/router';
 import { ValidationError } from 'yup';
 import type { Orm } from '../../db/orm';
@@ -6,13 +7,13 @@ import type { Engine } from '../../worker/engine';
 import type { Logger } from '../../server/logger';
 import { isUuid } from '../../server/ids';
 import { ApiError, notFound, validationError, fromYup } from '../errors';
-import { auth, requirePermission, type AuthState } from '../middleware/auth';
+import { auth, requirePermission, refundRate, type AuthState } from '../middleware/auth';
 import { readJsonBody } from '../middleware/json-body';
 import { prepareEmail, type PreparedEmail } from './prepare';
 import { acceptEmails } from './accept';
 import { listEmailsQuerySchema, type ListEmailsQuery } from './schema';
 import { presentEmail, presentSummary, type SummaryRow } from './present';
-import { decodeCursor, encodeCursor } from './cursor';
+import { decodeCursor, encodeCursor } from '../cursor';
 
 export interface EmailRoutesDeps {
   orm: Orm;
@@ -52,9 +53,20 @@ export function emailRoutes(deps: EmailRoutesDeps): Router {
   });
 
   router.post('/emails/batch', async (ctx) => {
+    let items = 0;
+    try {
+      await batch(ctx, (n) => (items = n));
+    } finally {
+      // The auth step reserved 100 requests before the body was read; give back the unused ones.
+      await refundRate(orm, ctx, items);
+    }
+  });
+
+  async function batch(ctx: Koa.Context, count: (n: number) => void): Promise<void> {
     const a = auth(ctx);
     const body = await readJsonBody(ctx, deps.maxBodyBytes);
     if (!Array.isArray(body)) throw validationError('batch body must be a JSON array of emails');
+    count(Math.min(body.length, MAX_BATCH));
     if (body.length < 1 || body.length > MAX_BATCH) throw validationError(`a batch holds 1 to ${MAX_BATCH} emails, got ${body.length}`);
     const domains = verifiedDomains(a);
     const now = new Date();
@@ -76,7 +88,7 @@ export function emailRoutes(deps: EmailRoutesDeps): Router {
         return { id: r.id, ...(r.suppressed.length ? { suppressed: r.suppressed } : {}) };
       }),
     };
-  });
+  }
 
   router.get('/emails/:id', async (ctx) => {
     const a = auth(ctx);

@@ -18,6 +18,10 @@ export class ApiKey {
   rateLimit: number | null = null;
   createdAt: Date = new Date();
   revokedAt: Date | null = null;
+  /** The token replaced by the last rotation, still accepted until previousTokenExpiresAt. */
+  previousTokenHash: string | null = null;
+  previousTokenExpiresAt: Date | null = null;
+  rotatedAt: Date | null = null;
 }
 
 export const ApiKeySchema = new EntitySchema<ApiKey>({
@@ -35,5 +39,8 @@ export const ApiKeySchema = new EntitySchema<ApiKey>({
     rateLimit: { type: 'integer', nullable: true },
     createdAt: { type: 'Date', columnType: 'timestamptz' },
     revokedAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
+    previousTokenHash: { type: 'text', nullable: true },
+    previousTokenExpiresAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
+    rotatedAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
   },
 });

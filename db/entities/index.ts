@@ -6,6 +6,7 @@ import { RecipientSchema } from './recipient';
 import { EmailEventSchema } from './email-event';
 import { AttachmentSchema } from './attachment';
 import { SuppressionSchema } from './suppression';
+import { AuditEntrySchema } from './audit-entry';
 
 export * from './organization';
 export * from './domain';
@@ -15,8 +16,9 @@ export * from './recipient';
 export * from './email-event';
 export * from './attachment';
 export * from './suppression';
+export * from './audit-entry';
 
 export const entities = [
   OrganizationSchema, DomainSchema, ApiKeySchema, EmailSchema, RecipientSchema,
-  EmailEventSchema, AttachmentSchema, SuppressionSchema,
+  EmailEventSchema, AttachmentSchema, SuppressionSchema, AuditEntrySchema,
 ];

@@ -69,9 +69,9 @@ export async function newTenant(env: TestEnv, opts: { stream?: Stream } = {}): P
   const orm = env.service.db.orm;
   const org = await createOrganization(orm, `Tenant ${++tenants}`);
   const domain = await createDomain(orm, org.id, `t${tenants}-${Date.now()}.example.test`, { verified: true, stream: opts.stream });
-  const send = await createKey(orm, org.id, { name: 'send', permission: 'send', mode: 'live' });
-  const test = await createKey(orm, org.id, { name: 'test', permission: 'send', mode: 'test' });
-  const admin = await createKey(orm, org.id, { name: 'admin', permission: 'admin', mode: 'live' });
+  const send = await createKey(orm, org.id, { name: 'send', permission: 'send', mode: 'live', rateLimit: 1000 });
+  const test = await createKey(orm, org.id, { name: 'test', permission: 'send', mode: 'test', rateLimit: 1000 });
+  const admin = await createKey(orm, org.id, { name: 'admin', permission: 'admin', mode: 'live', rateLimit: 1000 });
   const keys = { send: send.token, test: test.token, admin: admin.token };
   return {
     orgId: org.id,

@@ -1,5 +1,5 @@
-import { ApiError } from '../errors';
-import { isUuid } from '../../server/ids';
+import { ApiError } from './errors';
+import { isUuid } from '../server/ids';
 
 /** Opaque keyset cursor: the (created_at, id) of the last row served. */
 export interface Cursor {

@@ -1,0 +1,50 @@
+import Router from '@koa/router';
+import { ValidationError } from 'yup';
+import * as yup from 'yup';
+import type { Orm } from '../../db/orm';
+import { AuditEntry } from '../../db/entities';
+import { fromYup } from '../errors';
+import { auth, requirePermission } from '../middleware/auth';
+import { decodeCursor, encodeCursor } from '../cursor';
+
+const querySchema = yup.object({
+  limit: yup.number().integer('limit must be an integer').min(1).max(100).default(25),
+  cursor: yup.string(),
+});
+
+/** The organization's audit log (ADMIN): newest first, keyset-paginated like GET /emails. */
+export function auditLogRoutes(deps: { orm: Orm }): Router {
+  const router = new Router();
+  router.get('/audit-log', requirePermission('admin'), async (ctx) => {
+    const a = auth(ctx);
+    let q: yup.InferType<typeof querySchema>;
+    try {
+      q = querySchema.validateSync({ ...ctx.query }, { abortEarly: false });
+    } catch (err) {
+      if (err instanceof ValidationError) throw fromYup(err);
+      throw err;
+    }
+    const after = q.cursor !== undefined ? decodeCursor(q.cursor) : null;
+    const where = {
+      organizationId: a.organization.id,
+      ...(after ? { $or: [{ createdAt: { $lt: new Date(after.createdAt) } }, { createdAt: new Date(after.createdAt), id: { $lt: after.id } }] } : {}),
+    };
+    const rows = await deps.orm.em.fork().find(AuditEntry, where, { orderBy: { createdAt: 'desc', id: 'desc' }, limit: q.limit + 1 });
+    const page = rows.slice(0, q.limit);
+    const last = page[page.length - 1];
+    ctx.body = {
+      object: 'list',
+      data: page.map((e) => ({
+        object: 'audit_entry',
+        id: e.id,
+        action: e.action,
+        key_id: e.apiKeyId,
+        target: { type: e.targetType, id: e.targetId },
+        details: e.details,
+        created_at: e.createdAt.toISOString(),
+      })),
+      ...(rows.length > q.limit ? { next_cursor: encodeCursor({ createdAt: last.createdAt.toISOString(), id: last.id }) } : {}),
+    };
+  });
+  return router;
+}
