@@ -69,7 +69,7 @@ async function main() {
     );
     const org = await createOrganization(service.db.orm, 'Bench');
     await createDomain(service.db.orm, org.id, 'bench.test', { verified: true });
-    const { token } = await createKey(service.db.orm, org.id, { name: 'bench', permission: 'send', mode });
+    const { token } = await createKey(service.db.orm, org.id, { name: 'bench', permission: 'send', mode, rateLimit: 1000 });
     log.info({ mode }, 'POST /emails');
     await load(`${service.url}/api/v1/emails`, token, message, SINGLE_CONCURRENCY);
     const single = await load(`${service.url}/api/v1/emails`, token, message, SINGLE_CONCURRENCY);
