@@ -16,6 +16,8 @@ export interface OutgoingMessage {
   /** SMTP envelope: who is actually handed the message in this attempt. */
   envelope: { from: string; to: string[] };
   date: Date;
+  /** Signs the message with the sender domain's key (nodemailer's DKIM signer, relaxed/relaxed, rsa-sha256). */
+  dkim?: { domainName: string; keySelector: string; privateKey: string };
 }
 
 export interface RecipientRejection {
@@ -79,6 +81,7 @@ export function createSmtpMailer(url: string, finalDestination: boolean): Mailer
         attachments: msg.attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, content: a.content })),
         envelope: msg.envelope,
         date: msg.date,
+        ...(msg.dkim ? { dkim: msg.dkim } : {}),
         disableFileAccess: true,
         disableUrlAccess: true,
       };

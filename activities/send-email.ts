@@ -1,12 +1,13 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Orm } from '../db/orm';
-import { Email, Recipient, EmailEvent, Attachment, Suppression, type EventType } from '../db/entities';
+import { Email, Recipient, EmailEvent, Attachment, Suppression, Domain, type EventType } from '../db/entities';
 import type { SendEmailActivities, DeliverResult } from './send-email-types';
 import { PermanentFailure, TransientDeliveryError } from './errors';
-import { SmtpTransactionError, type Mailer, type RecipientRejection } from './mailer';
+import { SmtpTransactionError, type Mailer, type RecipientRejection, type OutgoingMessage } from './mailer';
 import { aggregateStatus, testModeOutcome } from './outcomes';
 import { uuidv7 } from '../server/ids';
 import type { Logger } from '../server/logger';
+import type { Secrets } from '../server/secrets';
 
 export interface Clock {
   now(): Date;
@@ -17,12 +18,14 @@ export interface SendEmailDeps {
   mailer: Mailer;
   clock: Clock;
   log: Logger;
+  /** Opens DKIM private keys; domains created without keys (operator overrides) are sent unsigned. */
+  secrets?: Secrets;
 }
 
 const FINAL_STATUSES = new Set(['sent', 'delivered', 'bounced', 'complained', 'failed', 'suppressed', 'canceled', 'unconfirmed']);
 
 export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivities {
-  const { orm, mailer, clock, log } = deps;
+  const { orm, mailer, clock, log, secrets } = deps;
 
   function event(email: Email, type: EventType, recipient: string, extra: Partial<EmailEvent> = {}): EmailEvent {
     return Object.assign(new EmailEvent(), { emailId: email.id, organizationId: email.organizationId, type, recipient, at: clock.now() }, extra);
@@ -62,6 +65,7 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
     }
     await em.flush();
     const attachments = await em.find(Attachment, { emailId: email.id }, { orderBy: { position: 'asc' }, populate: ['content'] });
+    const identity = await sendingIdentity(em, email);
     const envelopeTo = recipients.map((r) => r.address);
     let accepted: string[] = [];
     let rejected: RecipientRejection[] = [];
@@ -78,8 +82,10 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
         text: email.text,
         headers: email.headers,
         attachments: attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, content: a.content })),
-        envelope: { from: addressOnly(email.from), to: envelopeTo },
+        // Bounces come back to the domain's return-path host, which its SPF and MX records cover.
+        envelope: { from: identity.returnPath ?? addressOnly(email.from), to: envelopeTo },
         date: email.createdAt,
+        ...(identity.dkim ? { dkim: identity.dkim } : {}),
       });
       accepted = outcome.accepted;
       rejected = outcome.rejected;
@@ -119,6 +125,16 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
     if (retryLater > 0) {
       throw new TransientDeliveryError(`${retryLater} recipient(s) temporarily refused: ${rejected.map((r) => r.response).join('; ').slice(0, 500)}`);
     }
+  }
+
+  /** The sender domain's DKIM key and return path, when it has them (created through the API). */
+  async function sendingIdentity(em: EntityManager, email: Email): Promise<{ dkim?: OutgoingMessage['dkim']; returnPath?: string }> {
+    const domain = await em.findOne(Domain, { id: email.domainId }, { populate: ['dkimPrivateKeyEnc'] });
+    if (!domain?.dkimSelector || !domain.dkimPrivateKeyEnc || !secrets) return {};
+    return {
+      dkim: { domainName: domain.name, keySelector: domain.dkimSelector, privateKey: secrets.decrypt(domain.dkimPrivateKeyEnc) },
+      returnPath: domain.returnPathHost ? `bounce+${email.id}@${domain.returnPathHost}` : undefined,
+    };
   }
 
   async function suppress(em: EntityManager, email: Email, address: string): Promise<void> {

@@ -10,6 +10,7 @@ import { authMiddleware } from './middleware/auth';
 import { ApiError } from './errors';
 import { emailRoutes } from './emails/routes';
 import { keyRoutes } from './keys/routes';
+import { domainRoutes, type DomainRoutesDeps } from './domains/routes';
 import { auditLogRoutes } from './audit-log/routes';
 import { organizationRoutes } from './organization/routes';
 import { inboxRoutes } from './inbox/routes';
@@ -21,6 +22,7 @@ export interface AppDeps {
   maxBodyBytes: number;
   dispatch: () => void;
   inbox?: DevInbox;
+  domains: DomainRoutesDeps['domains'];
 }
 
 export function createApp(deps: AppDeps): Koa {
@@ -53,6 +55,7 @@ export function createApp(deps: AppDeps): Koa {
   const emails = emailRoutes(deps);
   api.use(emails.routes());
   api.use(keyRoutes(deps).routes());
+  api.use(domainRoutes(deps).routes());
   api.use(organizationRoutes(deps).routes());
   api.use(auditLogRoutes(deps).routes());
   app.use(api.routes());

@@ -15,6 +15,8 @@ import { runTemporalWorker } from '../worker/temporal-worker';
 import { installTemporalRuntime } from '../worker/temporal-runtime';
 import { startTemporalEngine } from '../worker/temporal-engine';
 import { isUuid } from '../server/ids';
+import { createSecrets, loadSecretsKey } from '../server/secrets';
+import { createDnsResolver } from '../activities/dns';
 
 const USAGE = `usage:
   svc start                                   run the API, the embedded engine and (without SMTP_URL) the dev inbox
@@ -119,7 +121,10 @@ async function worker(): Promise<void> {
   const workerOrm = db.orm;
   // Without SMTP_URL, relay into the dev inbox that `svc start` runs on DEV_SMTP_PORT.
   const mailer = config.smtpUrl ? createSmtpMailer(config.smtpUrl, false) : createSmtpMailer(`smtp://127.0.0.1:${config.devSmtpPort}`, true);
-  const activities = createActivities({ orm: workerOrm, mailer, clock: { now: () => new Date() }, log: log.child({ component: 'activities' }) });
+  const activities = createActivities({
+    orm: workerOrm, mailer, clock: { now: () => new Date() }, log: log.child({ component: 'activities' }),
+    secrets: createSecrets(loadSecretsKey(config.secretsKey, config.dataDir)), dns: createDnsResolver(config.dnsServers),
+  });
   const running = await runTemporalWorker({
     settings: { ...config.temporal!, retryBaseSeconds: config.retryBaseSeconds },
     activities, sendRatePerSecond: config.sendRatePerSecond, concurrency: config.workerConcurrency, log,

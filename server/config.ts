@@ -36,6 +36,16 @@ export interface Config {
   logLevel: string;
   /** Address printed in the banner and used in the first curl. */
   publicUrl: string | undefined;
+  /** DNS_SERVERS: resolvers for domain verification (`host` or `host:port`, comma-separated); unset: the system's. */
+  dnsServers: string[] | undefined;
+  /** SECRETS_KEY: base64 of 32 bytes encrypting DKIM private keys; unset: generated in DATA_DIR/secrets.key. */
+  secretsKey: string | undefined;
+  /** PLATFORM_MAIL_DOMAIN: the service's own mail domain; return-path records point at feedback-smtp.<it> (MX) and _spf.<it> (SPF). */
+  platformMailDomain: string;
+  /** DOMAIN_VERIFY_FIRST_DELAY_SECONDS: wait before the second DNS check of a new domain; doubles up to an hour. */
+  domainVerifyFirstDelaySeconds: number;
+  /** DOMAIN_VERIFY_WINDOW_HOURS: how long a new domain is re-checked before it waits for "verify now". */
+  domainVerifyWindowHours: number;
 }
 
 export interface TemporalConfig {
@@ -83,6 +93,11 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dbPoolSize: int('DB_POOL_SIZE', 10, env),
     logLevel: env.LOG_LEVEL || 'info',
     publicUrl: env.PUBLIC_URL || undefined,
+    dnsServers: env.DNS_SERVERS ? env.DNS_SERVERS.split(',').map((x) => x.trim()).filter(Boolean) : undefined,
+    secretsKey: env.SECRETS_KEY || undefined,
+    platformMailDomain: env.PLATFORM_MAIL_DOMAIN || 'mail.svc.test',
+    domainVerifyFirstDelaySeconds: int('DOMAIN_VERIFY_FIRST_DELAY_SECONDS', 60, env),
+    domainVerifyWindowHours: int('DOMAIN_VERIFY_WINDOW_HOURS', 72, env),
   };
 }
 

@@ -13,6 +13,8 @@ import { startTemporalEngine } from '../worker/temporal-engine';
 import type { Engine } from '../worker/engine';
 import { createApp } from '../api/app';
 import { Dispatcher } from '../worker/dispatcher';
+import { createSecrets, loadSecretsKey } from './secrets';
+import { createDnsResolver } from '../activities/dns';
 
 export interface Service {
   url: string;
@@ -51,6 +53,8 @@ export async function startService(config: Config, opts: { log?: Logger; mailer?
     inbox = new DevInbox(path.join(config.dataDir, 'inbox'), log.child({ component: 'dev-inbox' }));
     await inbox.start(config.devSmtpPort);
   }
+  const secrets = createSecrets(loadSecretsKey(config.secretsKey, config.dataDir));
+  const dns = createDnsResolver(config.dnsServers);
   // Workers get their own pool so a backlog of deliveries never queues API requests behind it.
   const workerOrm = await openOrm(db.url, config.workerDbPoolSize);
   let engine: Engine;
@@ -58,7 +62,7 @@ export async function startService(config: Config, opts: { log?: Logger; mailer?
     engine = await startTemporalEngine({ ...config.temporal!, retryBaseSeconds: config.retryBaseSeconds }, log.child({ component: 'temporal' }));
   } else {
     mailer ??= inbox ? createSmtpMailer(`smtp://127.0.0.1:${inbox.port}`, true) : createSmtpMailer(config.smtpUrl!, false);
-    const activities = createActivities({ orm: workerOrm, mailer, clock: { now: () => new Date() }, log: log.child({ component: 'activities' }) });
+    const activities = createActivities({ orm: workerOrm, mailer, clock: { now: () => new Date() }, log: log.child({ component: 'activities' }), secrets, dns });
     engine = await startDbosEngine({
       databaseUrl: db.url, activities, retryBaseSeconds: config.retryBaseSeconds, log,
       sendRatePerSecond: config.sendRatePerSecond, workerConcurrency: config.workerConcurrency,
@@ -66,7 +70,14 @@ export async function startService(config: Config, opts: { log?: Logger; mailer?
   }
   const dispatcher = new Dispatcher(workerOrm, engine, log.child({ component: 'dispatcher' }));
   dispatcher.start();
-  const app = createApp({ orm: db.orm, engine, log, maxBodyBytes: config.maxBodyBytes, inbox: inbox ?? undefined, dispatch: () => dispatcher.kick() });
+  const app = createApp({
+    orm: db.orm, engine, log, maxBodyBytes: config.maxBodyBytes, inbox: inbox ?? undefined, dispatch: () => dispatcher.kick(),
+    domains: {
+      secrets, dns, clock: { now: () => new Date() },
+      platform: { bounceMx: `feedback-smtp.${config.platformMailDomain}`, spfInclude: `_spf.${config.platformMailDomain}` },
+      verification: { firstDelayMs: config.domainVerifyFirstDelaySeconds * 1000, maxDelayMs: 3_600_000, windowMs: config.domainVerifyWindowHours * 3_600_000 },
+    },
+  });
   handler = app.callback();
   const port = (server.address() as AddressInfo).port;
   const url = config.publicUrl ?? `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;

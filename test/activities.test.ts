@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createDnsResolver } from '../activities/dns';
 import pino from 'pino';
 import { openOrm, migrate, type Orm } from '../db/orm';
 import { Email, Recipient, Suppression, EmailEvent, Organization, ApiKey } from '../db/entities';
@@ -43,7 +44,7 @@ describe('Activities: SendEmail against the real database', function () {
   after(async () => orm.close());
   beforeEach(() => {
     mailer = new ScriptedMailer();
-    acts = createActivities({ orm, mailer, clock: { now: () => new Date() }, log: pino({ level: 'silent' }) });
+    acts = createActivities({ orm, mailer, clock: { now: () => new Date() }, log: pino({ level: 'silent' }), dns: createDnsResolver(undefined) });
   });
 
   async function store(to: string[], mode: 'live' | 'test' = 'live'): Promise<string> {

@@ -8,6 +8,7 @@ import { createSmtpMailer } from '../activities/mailer';
 import { openOrm, type Orm } from '../db/orm';
 import { runTemporalWorker, type RunningTemporalWorker } from '../worker/temporal-worker';
 import { installTemporalRuntime } from '../worker/temporal-runtime';
+import { createDnsResolver } from '../activities/dns';
 import { createDomain, createKey, createOrganization } from '../server/provisioning';
 import { newDatabase } from './support/pg';
 import { SmtpSink } from './support/sink';
@@ -51,7 +52,7 @@ describe('Temporal engine, live: the API and workers against a real Temporal ser
     const temporal = readConfig({ ENGINE: 'temporal', TEMPORAL_ADDRESS: address!, TEMPORAL_NAMESPACE: process.env.TEMPORAL_NAMESPACE ?? 'default', TEMPORAL_TASK_QUEUE: queue, CONFIRMATION_WINDOW_HOURS: '1' }).temporal!;
     service = await startService(testConfig({ databaseUrl, smtpUrl, engine: 'temporal', temporal }), { log });
     workerOrm = await openOrm(service.db.url, 5);
-    const activities = createActivities({ orm: workerOrm, mailer: createSmtpMailer(smtpUrl, false), clock: { now: () => new Date() }, log });
+    const activities = createActivities({ orm: workerOrm, mailer: createSmtpMailer(smtpUrl, false), clock: { now: () => new Date() }, log, dns: createDnsResolver(undefined) });
     worker = await runTemporalWorker({ settings: { ...temporal, retryBaseSeconds: 1 }, activities, sendRatePerSecond: 12, concurrency: 8, log });
     const org = await createOrganization(service.db.orm, 'Temporal live');
     domain = (await createDomain(service.db.orm, org.id, `temporal-${Date.now()}.example.test`, { verified: true })).name;

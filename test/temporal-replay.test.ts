@@ -7,6 +7,9 @@ import * as temporalWorkflows from '../workflows/temporal';
 import pino from 'pino';
 import { installTemporalRuntime } from '../worker/temporal-runtime';
 import { SEND_EMAIL_WORKFLOW } from '../workflows/send-email';
+import { DOMAIN_VERIFICATION_WORKFLOW } from '../workflows/domain-verification';
+import { HistoryBuilder } from './support/temporal-history';
+import { TASK_QUEUE } from './support/send-email-scenarios';
 
 const silent = { warn() {}, info() {}, debug() {}, trace() {}, error() {}, log() {} };
 
@@ -47,4 +50,29 @@ describe('Temporal engine: bundled workflows replayed through the real worker', 
       );
     });
   }
+
+  /** Pending on the first check, verified on the second after a 60 s timer; wrong: no wait between checks. */
+  function domainHistory(wrong: boolean): HistoryBuilder {
+    const id = '019a0000-0000-7000-8000-0000000000d1';
+    const h = new HistoryBuilder(DOMAIN_VERIFICATION_WORKFLOW, TASK_QUEUE, [{ domainId: id, firstDelayMs: 60_000, maxDelayMs: 3_600_000, windowMs: 72 * 3_600_000 }]).workflowTask();
+    const first = h.scheduleActivity('checkDomain', [id]);
+    h.advance(20).completeActivity(first, { status: 'pending' });
+    h.workflowTask();
+    if (!wrong) {
+      const t = h.startTimer(60_000);
+      h.advance(60_000).fireTimer(t).workflowTask();
+    }
+    const second = h.scheduleActivity('checkDomain', [id]);
+    h.advance(20).completeActivity(second, { status: 'verified' });
+    return h.workflowTask().complete({ status: 'verified', checks: 2 });
+  }
+
+  it('replays DomainVerification: pending, a timer, then verified', async () => {
+    assert.equal(typeof (temporalWorkflows as Record<string, unknown>)[DOMAIN_VERIFICATION_WORKFLOW], 'function');
+    await Worker.runReplayHistory({ workflowBundle: bundle }, domainHistory(false).history(), 'replay-domain');
+  });
+
+  it('fails with a determinism error on a DomainVerification history without the backoff timer', async () => {
+    await assert.rejects(Worker.runReplayHistory({ workflowBundle: bundle }, domainHistory(true).history(), 'wrong-domain'), DeterminismViolationError);
+  });
 });

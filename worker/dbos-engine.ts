@@ -5,6 +5,7 @@ import type { WorkflowContext } from '../workflows/context';
 import { retryPolicy } from '../workflows/context';
 import { sendEmailWorkflow, sendEmailActivityRetry, SEND_EMAIL_WORKFLOW, CANCEL_SIGNAL, CLOSE_UNCONFIRMED_SIGNAL, type SendEmailInput } from '../workflows/send-email';
 import type { Engine, SendEmailJob } from './engine';
+import { domainVerificationWorkflow, domainVerificationActivityRetry, DOMAIN_VERIFICATION_WORKFLOW, type DomainVerificationInput } from '../workflows/domain-verification';
 import type { Logger } from '../server/logger';
 
 export interface DbosEngineOptions {
@@ -26,12 +27,13 @@ export const DELIVERY_QUEUE = 'delivery';
 export const SIMULATION_QUEUE = 'simulation';
 
 let registered: ((input: SendEmailInput) => Promise<unknown>) | undefined;
+let registeredDomain: ((input: DomainVerificationInput) => Promise<unknown>) | undefined;
 let current: { activities: Activities; retryBaseSeconds: number } | undefined;
 
-function dbosContext<A extends object>(activities: A, retry: Record<keyof A, 'infrastructure' | 'transport'>, retryBaseSeconds: number): WorkflowContext<A> {
+function dbosContext<A extends object>(activities: A, retry: Partial<Record<keyof A, 'infrastructure' | 'transport'>>, retryBaseSeconds: number): WorkflowContext<A> {
   const proxy = {} as Record<string, unknown>;
   for (const name of Object.keys(retry) as (keyof A & string)[]) {
-    const policy = retryPolicy(retry[name], retryBaseSeconds);
+    const policy = retryPolicy(retry[name]!, retryBaseSeconds);
     proxy[name] = (...args: unknown[]) =>
       DBOS.runStep(() => (activities[name] as (...a: unknown[]) => Promise<unknown>)(...args), {
         name,
@@ -66,6 +68,13 @@ export async function startDbosEngine(opts: DbosEngineOptions): Promise<Engine> 
         return sendEmailWorkflow(dbosContext(current.activities, sendEmailActivityRetry, current.retryBaseSeconds), input);
       },
       { name: SEND_EMAIL_WORKFLOW },
+    );
+    registeredDomain = DBOS.registerWorkflow(
+      async (input: DomainVerificationInput) => {
+        if (!current) throw new Error('embedded engine not started');
+        return domainVerificationWorkflow(dbosContext(current.activities, domainVerificationActivityRetry, current.retryBaseSeconds), input);
+      },
+      { name: DOMAIN_VERIFICATION_WORKFLOW },
     );
   }
   const log = opts.log.child({ component: 'dbos' });
@@ -109,6 +118,10 @@ export async function startDbosEngine(opts: DbosEngineOptions): Promise<Engine> 
     },
     async signalCloseUnconfirmed(emailId) {
       await DBOS.send(emailId, { at: Date.now() }, CLOSE_UNCONFIRMED_SIGNAL, `close-unconfirmed:${emailId}`);
+    },
+    async startDomainVerification(workflowId, input) {
+      // Not on a queue: the loop mostly sleeps, and a queued workflow would hold its slot meanwhile.
+      await DBOS.startWorkflow(registeredDomain!, { workflowID: workflowId })(input);
     },
     ready: () => running,
     async stop() {

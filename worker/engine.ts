@@ -1,4 +1,5 @@
 import type { KeyMode } from '../db/entities';
+import type { DomainVerificationInput } from '../workflows/domain-verification';
 
 /** What starting a SendEmail needs to know: where it queues and when it may run. */
 export interface SendEmailJob {
@@ -17,6 +18,8 @@ export interface Engine {
   signalCancel(emailId: string): Promise<void>;
   /** Operator's close of a `sent` message whose delivery event will never come. */
   signalCloseUnconfirmed(emailId: string): Promise<void>;
+  /** Starts a DomainVerification loop; `workflowId` names one loop of one domain (a restart gets a new id). */
+  startDomainVerification(workflowId: string, input: DomainVerificationInput): Promise<void>;
   ready(): boolean;
   stop(): Promise<void>;
 }

@@ -2,6 +2,7 @@ import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/common';
 import { SEND_EMAIL_WORKFLOW, CANCEL_SIGNAL, CLOSE_UNCONFIRMED_SIGNAL } from '../workflows/send-email';
 import type { TemporalSendEmailInput } from '../workflows/temporal';
+import { DOMAIN_VERIFICATION_WORKFLOW } from '../workflows/domain-verification';
 import type { Engine, SendEmailJob } from './engine';
 import type { TemporalConfig } from '../server/config';
 import type { Logger } from '../server/logger';
@@ -52,6 +53,17 @@ export async function startTemporalEngine(settings: TemporalSettings, log: Logge
           // joins the running workflow, and a finished one is never run again.
           workflowIdConflictPolicy: 'USE_EXISTING',
           workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        });
+      } catch (err) {
+        if (err instanceof WorkflowExecutionAlreadyStartedError) return;
+        throw err;
+      }
+    },
+    async startDomainVerification(workflowId, input) {
+      try {
+        await client.workflow.start(DOMAIN_VERIFICATION_WORKFLOW, {
+          taskQueue: settings.taskQueue, workflowId, args: [input],
+          workflowIdConflictPolicy: 'USE_EXISTING', workflowIdReusePolicy: 'REJECT_DUPLICATE',
         });
       } catch (err) {
         if (err instanceof WorkflowExecutionAlreadyStartedError) return;

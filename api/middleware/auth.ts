@@ -63,7 +63,7 @@ with k as (
   returning w.window_start, w.used
 )
 select row_to_json(k) as key, row_to_json(o) as org,
-       coalesce((select json_agg(d) from domains d where d.organization_id = o.id and d.status = 'verified'), '[]') as domains,
+       coalesce((select json_agg(d) from (select id, organization_id, name, stream, status, dns_provider, dkim_selector, return_path_host, created_at from domains where organization_id = o.id and status = 'verified' and deleted_at is null) d), '[]') as domains,
        (select row_to_json(c) from charged c) as rate
   from k join organizations o on o.id = k.organization_id`;
 

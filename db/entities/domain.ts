@@ -3,12 +3,40 @@ import { EntitySchema } from '@mikro-orm/core';
 export type Stream = 'transactional' | 'bulk';
 export type DomainStatus = 'pending' | 'verified';
 
+/** One DNS record to publish, and what the last verification saw at its name. */
+export interface DnsRecord {
+  /** dkim, return_path_mx, return_path_spf, dmarc */
+  purpose: string;
+  type: 'TXT' | 'MX';
+  name: string;
+  value: string;
+  /** Needed for `verified`; the DMARC record is a suggestion. */
+  required: boolean;
+  /** What the last check resolved at `name` (all answers, joined), null when nothing was there. */
+  observed: string | null;
+  /** pending (never checked), verified, missing, mismatch */
+  status: 'pending' | 'verified' | 'missing' | 'mismatch';
+}
+
 export class Domain {
   id!: string;
   organizationId!: string;
   name!: string;
   stream: Stream = 'transactional';
   status: DomainStatus = 'pending';
+  dnsProvider = 'manual';
+  dkimSelector: string | null = null;
+  dkimPublicKey: string | null = null;
+  /** AES-256-GCM with SECRETS_KEY; the private key never leaves the server in clear. */
+  dkimPrivateKeyEnc: string | null = null;
+  /** Envelope sender host (bounces), covered by the SPF and MX records. */
+  returnPathHost: string | null = null;
+  records: DnsRecord[] = [];
+  verificationGeneration = 0;
+  verifyingUntil: Date | null = null;
+  lastCheckedAt: Date | null = null;
+  verifiedAt: Date | null = null;
+  deletedAt: Date | null = null;
   createdAt: Date = new Date();
 }
 
@@ -21,6 +49,17 @@ export const DomainSchema = new EntitySchema<Domain>({
     name: { type: 'text' },
     stream: { type: 'text' },
     status: { type: 'text' },
+    dnsProvider: { type: 'text' },
+    dkimSelector: { type: 'text', nullable: true },
+    dkimPublicKey: { type: 'text', nullable: true },
+    dkimPrivateKeyEnc: { type: 'text', nullable: true, lazy: true },
+    returnPathHost: { type: 'text', nullable: true },
+    records: { type: 'json' },
+    verificationGeneration: { type: 'integer' },
+    verifyingUntil: { type: 'Date', columnType: 'timestamptz', nullable: true },
+    lastCheckedAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
+    verifiedAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
+    deletedAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
     createdAt: { type: 'Date', columnType: 'timestamptz' },
   },
 });

@@ -5,11 +5,14 @@ import { createDomain, createKey, createOrganization } from '../../server/provis
 import type { Stream } from '../../db/entities';
 import { newDatabase, tempDir } from './pg';
 import { SmtpSink } from './sink';
+import { TestDns } from './dns';
 import { request, type RequestOptions } from './http';
 
 export interface TestEnv {
   service: Service;
   sink: SmtpSink;
+  /** The DNS server the service resolves domain records with. */
+  dns: TestDns;
   url: string;
 }
 
@@ -36,9 +39,14 @@ export function sharedService(): Promise<TestEnv> {
     shared = (async () => {
       const sink = new SmtpSink();
       const smtpUrl = await sink.start();
+      const dns = new TestDns();
+      const dnsServer = await dns.start();
       const databaseUrl = await newDatabase('svc_api');
-      const service = await startService(testConfig({ databaseUrl, smtpUrl }), { log: pino({ level: process.env.TEST_LOG_LEVEL || 'silent' }) });
-      return { service, sink, url: service.url };
+      const service = await startService(
+        testConfig({ databaseUrl, smtpUrl, dnsServers: [dnsServer], domainVerifyFirstDelaySeconds: 1, domainVerifyWindowHours: 30 / 3600 }),
+        { log: pino({ level: process.env.TEST_LOG_LEVEL || 'silent' }) },
+      );
+      return { service, sink, dns, url: service.url };
     })();
   }
   return shared;
@@ -50,6 +58,7 @@ export async function stopSharedService(): Promise<void> {
   shared = undefined;
   await env.service.stop();
   await env.sink.stop();
+  await env.dns.stop();
 }
 
 export interface Tenant {

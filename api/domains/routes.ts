@@ -1,0 +1,151 @@
+import Router from '@koa/router';
+import type Koa from 'koa';
+import { ValidationError } from 'yup';
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { Orm } from '../../db/orm';
+import { Domain } from '../../db/entities';
+import type { Engine } from '../../worker/engine';
+import type { Logger } from '../../server/logger';
+import type { Secrets } from '../../server/secrets';
+import { isUuid, uuidv7 } from '../../server/ids';
+import { newDomainIdentity, type PlatformDns } from '../../server/domain-identity';
+import { checkDomain } from '../../activities/domain-verification';
+import type { DnsResolver } from '../../activities/dns';
+import type { Clock } from '../../activities/send-email';
+import type { DomainVerificationInput } from '../../workflows/domain-verification';
+import { ApiError, notFound, validationError, fromYup } from '../errors';
+import { auth, requirePermission, type AuthState } from '../middleware/auth';
+import { readJsonBody } from '../middleware/json-body';
+import { isPlainObject } from '../emails/schema';
+import { audit } from '../audit';
+import { createDomainSchema, normalizeDomainName, type CreateDomainBody } from './schema';
+import { presentDomain } from './present';
+
+export interface DomainRoutesDeps {
+  orm: Orm;
+  engine: Engine;
+  log: Logger;
+  maxBodyBytes: number;
+  domains: {
+    secrets: Secrets;
+    dns: DnsResolver;
+    clock: Clock;
+    platform: PlatformDns;
+    verification: Omit<DomainVerificationInput, 'domainId'>;
+  };
+}
+
+/** Domains a key may see: its organization's live ones, only its own when restricted. */
+function visible(a: AuthState, d: Domain | null): d is Domain {
+  return !!d && d.organizationId === a.organization.id && !d.deletedAt && (a.key.domainIds === null || a.key.domainIds.includes(d.id));
+}
+
+export function domainRoutes(deps: DomainRoutesDeps): Router {
+  const router = new Router();
+  const admin = requirePermission('admin');
+  const { orm } = deps;
+
+  async function find(ctx: Koa.Context): Promise<Domain> {
+    const id = ctx.params.id;
+    if (!isUuid(id)) throw notFound('domain');
+    const domain = await orm.em.fork().findOne(Domain, { id });
+    if (!visible(auth(ctx), domain)) throw notFound('domain');
+    return domain;
+  }
+
+  /** One verification loop per generation: a restart after the window gets a new workflow id. */
+  async function startLoop(domain: Domain): Promise<void> {
+    try {
+      await deps.engine.startDomainVerification(`domain-verification:${domain.id}:${domain.verificationGeneration}`, { domainId: domain.id, ...deps.domains.verification });
+    } catch (err) {
+      // The domain is stored; "verify now" starts the loop again.
+      deps.log.error({ err, domainId: domain.id }, 'could not start domain verification');
+    }
+  }
+
+  router.post('/domains', admin, async (ctx) => {
+    const a = auth(ctx);
+    if (a.key.domainIds !== null) throw new ApiError(403, 'forbidden_domain', 'a domain-restricted key cannot add a domain');
+    const raw = await readJsonBody(ctx, deps.maxBodyBytes);
+    if (!isPlainObject(raw)) throw validationError('body must be a JSON object');
+    let body: CreateDomainBody;
+    try {
+      body = createDomainSchema.validateSync(raw, { abortEarly: false });
+      body = { ...body, name: normalizeDomainName(body.name) };
+    } catch (err) {
+      if (err instanceof ValidationError) throw fromYup(err);
+      throw err;
+    }
+    if (body.dns_provider === 'cloudflare') {
+      throw validationError('dns_provider cloudflare (records published for you) is only offered to internal organizations; use manual and publish the records yourself', [
+        { field: 'dns_provider', message: 'only manual is available' },
+      ]);
+    }
+    const em = orm.em.fork();
+    if (await em.count(Domain, { organizationId: a.organization.id, name: body.name, deletedAt: null })) {
+      throw new ApiError(409, 'domain_exists', `${body.name} is already a domain of this organization`);
+    }
+    const now = deps.domains.clock.now();
+    const identity = newDomainIdentity(body.name, deps.domains.platform, now);
+    const domain = Object.assign(new Domain(), {
+      id: uuidv7(), organizationId: a.organization.id, name: body.name, stream: body.stream, status: 'pending', dnsProvider: body.dns_provider,
+      dkimSelector: identity.selector, dkimPublicKey: identity.publicKey, dkimPrivateKeyEnc: deps.domains.secrets.encrypt(identity.privateKeyPem),
+      returnPathHost: identity.returnPathHost, records: identity.records, verificationGeneration: 1,
+      verifyingUntil: new Date(now.getTime() + deps.domains.verification.windowMs), createdAt: now,
+    });
+    em.persist(domain);
+    audit(em, a, 'domain.created', { type: 'domain', id: domain.id }, { name: domain.name, stream: domain.stream });
+    try {
+      await em.flush();
+    } catch (err) {
+      if (err instanceof UniqueConstraintViolationException) throw new ApiError(409, 'domain_exists', `${body.name} is already a domain of this organization`);
+      throw err;
+    }
+    await startLoop(domain);
+    ctx.status = 201;
+    ctx.body = presentDomain(domain);
+  });
+
+  router.get('/domains', admin, async (ctx) => {
+    const a = auth(ctx);
+    const rows = await orm.em.fork().find(Domain, { organizationId: a.organization.id, deletedAt: null }, { orderBy: { createdAt: 'desc', id: 'desc' } });
+    ctx.body = { object: 'list', data: rows.filter((d) => visible(a, d)).map(presentDomain) };
+  });
+
+  router.get('/domains/:id', admin, async (ctx) => {
+    ctx.body = presentDomain(await find(ctx));
+  });
+
+  /** Verify now: checks at once and answers with the result; restarts the loop if it had ended. */
+  router.post('/domains/:id/verify', admin, async (ctx) => {
+    const a = auth(ctx);
+    const domain = await find(ctx);
+    await checkDomain({ orm, dns: deps.domains.dns, clock: deps.domains.clock, log: deps.log }, domain.id);
+    const em = orm.em.fork();
+    const fresh = await em.findOneOrFail(Domain, { id: domain.id });
+    audit(em, a, 'domain.verify_requested', { type: 'domain', id: domain.id }, { status: fresh.status });
+    const now = deps.domains.clock.now();
+    if (fresh.status === 'pending' && (!fresh.verifyingUntil || fresh.verifyingUntil < now)) {
+      fresh.verificationGeneration += 1;
+      fresh.verifyingUntil = new Date(now.getTime() + deps.domains.verification.windowMs);
+    }
+    await em.flush();
+    if (fresh.verifyingUntil && fresh.verificationGeneration !== domain.verificationGeneration) await startLoop(fresh);
+    ctx.body = presentDomain(fresh);
+  });
+
+  router.delete('/domains/:id', admin, async (ctx) => {
+    const a = auth(ctx);
+    if (a.key.domainIds !== null) throw new ApiError(403, 'forbidden_domain', 'a domain-restricted key cannot delete a domain');
+    const domain = await find(ctx);
+    const em = orm.em.fork();
+    // Soft delete: its messages keep pointing at it; it can no longer send and its name is free again.
+    if ((await em.nativeUpdate(Domain, { id: domain.id, deletedAt: null }, { deletedAt: new Date() })) === 1) {
+      audit(em, a, 'domain.deleted', { type: 'domain', id: domain.id }, { name: domain.name });
+      await em.flush();
+    }
+    ctx.body = { object: 'domain', id: domain.id, name: domain.name, deleted: true };
+  });
+
+  return router;
+}

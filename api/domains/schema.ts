@@ -1,0 +1,22 @@
+import * as yup from 'yup';
+
+/** A DNS name we can send from: labels of letters, digits and inner hyphens, a letter TLD, at most 253 chars. */
+const HOSTNAME = /^(?=.{4,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/;
+
+/** Case and a trailing root dot do not make another domain. */
+export const normalizeDomainName = (v: string) => v.trim().toLowerCase().replace(/\.$/, '');
+
+export const createDomainSchema = yup
+  .object({
+    name: yup
+      .string()
+      .strict()
+      .required()
+      .test('hostname', 'name must be a domain name such as mail.example.com', (v) => v === undefined || HOSTNAME.test(normalizeDomainName(v))),
+    dns_provider: yup.string().strict().oneOf(['manual', 'cloudflare'] as const).default('manual'),
+    stream: yup.string().strict().oneOf(['transactional', 'bulk'] as const).default('transactional'),
+  })
+  .noUnknown(({ unknown }) => `unknown field(s): ${unknown}`)
+  .strict();
+
+export type CreateDomainBody = yup.InferType<typeof createDomainSchema>;

@@ -1,0 +1,46 @@
+import dns2 from 'dns2';
+import { freePort } from './child';
+
+const { Packet } = dns2;
+
+/**
+ * A real DNS server on loopback (UDP and TCP) answering TXT and MX from a zone the test edits,
+ * so domain verification and DKIM verification resolve exactly what a test published.
+ */
+export class TestDns {
+  readonly txt = new Map<string, string[]>();
+  readonly mx = new Map<string, { exchange: string; priority: number }[]>();
+  private server = dns2.createServer({
+    udp: true,
+    tcp: true,
+    handle: (request, send) => {
+      const response = Packet.createResponseFromRequest(request);
+      const [q] = request.questions;
+      const name = q.name.toLowerCase().replace(/\.$/, '');
+      if (q.type === Packet.TYPE.TXT) {
+        for (const value of this.txt.get(name) ?? []) {
+          // TXT strings are at most 255 bytes each; long values (DKIM keys) go in several.
+          const chunks = value.match(/.{1,255}/g) ?? [''];
+          response.answers.push({ name: q.name, type: Packet.TYPE.TXT, class: Packet.CLASS.IN, ttl: 1, data: chunks } as never);
+        }
+      } else if (q.type === Packet.TYPE.MX) {
+        for (const m of this.mx.get(name) ?? []) {
+          response.answers.push({ name: q.name, type: Packet.TYPE.MX, class: Packet.CLASS.IN, ttl: 1, exchange: m.exchange, priority: m.priority } as never);
+        }
+      }
+      send(response);
+    },
+  });
+  port = 0;
+
+  async start(): Promise<string> {
+    // One port for UDP and TCP: a resolver retries a truncated answer over TCP on the same port.
+    this.port = await freePort();
+    await this.server.listen({ udp: { port: this.port, address: '127.0.0.1' }, tcp: { port: this.port, address: '127.0.0.1' } } as never);
+    return `127.0.0.1:${this.port}`;
+  }
+
+  async stop(): Promise<void> {
+    await this.server.close();
+  }
+}

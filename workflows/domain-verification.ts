@@ -1,0 +1,39 @@
+import type { WorkflowContext, RetryClass } from './context';
+import type { DomainVerificationActivities } from '../activities/domain-verification-types';
+
+export const DOMAIN_VERIFICATION_WORKFLOW = 'DomainVerification';
+
+export interface DomainVerificationInput {
+  domainId: string;
+  /** Wait before the second check; doubles each round up to maxDelayMs. */
+  firstDelayMs: number;
+  maxDelayMs: number;
+  /** After this long without success the loop ends; the domain stays pending until "verify now". */
+  windowMs: number;
+}
+
+export interface DomainVerificationResult {
+  status: 'pending' | 'verified' | 'deleted';
+  checks: number;
+}
+
+export const domainVerificationActivityRetry: Record<keyof DomainVerificationActivities, RetryClass> = {
+  checkDomain: 'infrastructure',
+};
+
+/** Checks a new domain's DNS records with backoff until they all match or the window closes. */
+export async function domainVerificationWorkflow(
+  ctx: WorkflowContext<DomainVerificationActivities>,
+  input: DomainVerificationInput,
+): Promise<DomainVerificationResult> {
+  const deadline = (await ctx.now()) + input.windowMs;
+  let delay = input.firstDelayMs;
+  for (let checks = 1; ; checks++) {
+    const { status } = await ctx.activities.checkDomain(input.domainId);
+    if (status !== 'pending') return { status, checks };
+    const wakeAt = (await ctx.now()) + delay;
+    if (wakeAt > deadline) return { status, checks };
+    await ctx.sleepUntil(wakeAt);
+    delay = Math.min(delay * 2, input.maxDelayMs);
+  }
+}
