@@ -4,7 +4,8 @@
  */
 import http from 'node:http';
 
-interface Args { url: string; token: string; body: string; concurrency: number; seconds: number }
+/** One token per connection (round robin), so a per-key rate cap does not bound the measurement. */
+interface Args { url: string; tokens: string[]; body: string; concurrency: number; seconds: number }
 
 async function main() {
   const a = JSON.parse(process.argv[2]) as Args;
@@ -15,11 +16,11 @@ async function main() {
   let firstError = '';
   const body = Buffer.from(a.body);
   const deadline = Date.now() + a.seconds * 1000;
-  const one = () =>
+  const one = (token: string) =>
     new Promise<void>((resolve) => {
       const t0 = process.hrtime.bigint();
       const req = http.request(
-        { agent, host: target.hostname, port: target.port, path: target.pathname, method: 'POST', headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json', 'content-length': body.length } },
+        { agent, host: target.hostname, port: target.port, path: target.pathname, method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': body.length } },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c) => chunks.push(c));
@@ -41,8 +42,9 @@ async function main() {
       req.end(body);
     });
   const started = Date.now();
-  await Promise.all(Array.from({ length: a.concurrency }, async () => {
-    while (Date.now() < deadline) await one();
+  await Promise.all(Array.from({ length: a.concurrency }, async (_, i) => {
+    const token = a.tokens[i % a.tokens.length];
+    while (Date.now() < deadline) await one(token);
   }));
   const elapsed = (Date.now() - started) / 1000;
   latencies.sort((x, y) => x - y);
