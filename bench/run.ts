@@ -3,7 +3,7 @@
  * each beside a baseline measured in the same run (bare Koa + one PostgreSQL insert). Writes
  * BENCHMARKS.md. Loopback only; every phase is bounded in time.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

@@ -95,5 +95,6 @@ describe('API: organization settings and the audit log', function () {
     assert.equal(bad.status, 422);
     assert.equal(bad.body.error.code, 'invalid_cursor');
     assert.equal((await t.call('GET', '/api/v1/audit-log?limit=0', { as: 'admin' })).body.error.code, 'validation_error');
+    assert.equal((await t.call('GET', '/api/v1/audit-log?action=key.created', { as: 'admin' })).body.error.code, 'validation_error', 'unknown parameters are refused, not ignored');
   });
 });

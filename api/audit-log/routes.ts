@@ -1,9 +1,8 @@
 import Router from '@koa/router';
-import { ValidationError } from 'yup';
 import * as yup from 'yup';
 import type { Orm } from '../../db/orm';
 import { AuditEntry } from '../../db/entities';
-import { fromYup } from '../errors';
+import { validateQuery } from '../validate';
 import { auth, requirePermission } from '../middleware/auth';
 import { decodeCursor, encodeCursor } from '../cursor';
 
@@ -17,13 +16,7 @@ export function auditLogRoutes(deps: { orm: Orm }): Router {
   const router = new Router();
   router.get('/audit-log', requirePermission('admin'), async (ctx) => {
     const a = auth(ctx);
-    let q: yup.InferType<typeof querySchema>;
-    try {
-      q = querySchema.validateSync({ ...ctx.query }, { abortEarly: false });
-    } catch (err) {
-      if (err instanceof ValidationError) throw fromYup(err);
-      throw err;
-    }
+    const q: yup.InferType<typeof querySchema> = validateQuery(querySchema, ctx.query);
     const after = q.cursor !== undefined ? decodeCursor(q.cursor) : null;
     const where = {
       organizationId: a.organization.id,

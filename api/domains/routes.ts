@@ -1,6 +1,5 @@
 import Router from '@koa/router';
 import type Koa from 'koa';
-import { ValidationError } from 'yup';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { Orm } from '../../db/orm';
 import { Domain } from '../../db/entities';
@@ -13,10 +12,9 @@ import { checkDomain } from '../../activities/domain-verification';
 import type { DnsResolver } from '../../activities/dns';
 import type { Clock } from '../../activities/send-email';
 import type { DomainVerificationInput } from '../../workflows/domain-verification';
-import { ApiError, notFound, validationError, fromYup } from '../errors';
+import { ApiError, notFound, validationError } from '../errors';
 import { auth, requirePermission, type AuthState } from '../middleware/auth';
-import { readJsonBody } from '../middleware/json-body';
-import { isPlainObject } from '../emails/schema';
+import { readValidBody } from '../validate';
 import { audit } from '../audit';
 import { createDomainSchema, normalizeDomainName, type CreateDomainBody } from './schema';
 import { presentDomain } from './present';
@@ -66,16 +64,8 @@ export function domainRoutes(deps: DomainRoutesDeps): Router {
   router.post('/domains', admin, async (ctx) => {
     const a = auth(ctx);
     if (a.key.domainIds !== null) throw new ApiError(403, 'forbidden_domain', 'a domain-restricted key cannot add a domain');
-    const raw = await readJsonBody(ctx, deps.maxBodyBytes);
-    if (!isPlainObject(raw)) throw validationError('body must be a JSON object');
-    let body: CreateDomainBody;
-    try {
-      body = createDomainSchema.validateSync(raw, { abortEarly: false });
-      body = { ...body, name: normalizeDomainName(body.name) };
-    } catch (err) {
-      if (err instanceof ValidationError) throw fromYup(err);
-      throw err;
-    }
+    const valid: CreateDomainBody = await readValidBody(ctx, createDomainSchema, deps.maxBodyBytes);
+    const body = { ...valid, name: normalizeDomainName(valid.name) };
     if (body.dns_provider === 'cloudflare') {
       throw validationError('dns_provider cloudflare (records published for you) is only offered to internal organizations; use manual and publish the records yourself', [
         { field: 'dns_provider', message: 'only manual is available' },

@@ -1,14 +1,14 @@
 import type Koa from 'koa';
 import Router from '@koa/router';
-import { ValidationError } from 'yup';
 import type { Orm } from '../../db/orm';
 import { Email, EmailEvent, Attachment, Domain } from '../../db/entities';
 import type { Engine } from '../../worker/engine';
 import type { Logger } from '../../server/logger';
 import { isUuid } from '../../server/ids';
-import { ApiError, notFound, validationError, fromYup } from '../errors';
+import { ApiError, notFound, validationError } from '../errors';
 import { auth, requirePermission, refundRate, type AuthState } from '../middleware/auth';
 import { readJsonBody } from '../middleware/json-body';
+import { validateQuery } from '../validate';
 import { prepareEmail, type PreparedEmail } from './prepare';
 import { acceptEmails } from './accept';
 import { listEmailsQuerySchema, type ListEmailsQuery } from './schema';
@@ -106,16 +106,7 @@ export function emailRoutes(deps: EmailRoutesDeps): Router {
 
   router.get('/emails', async (ctx) => {
     const a = auth(ctx);
-    let q: ListEmailsQuery;
-    // yup's noUnknown strips rather than rejects when it coerces (limit arrives as a string), so check here.
-    const unknown = Object.keys(ctx.query).filter((k) => !(k in listEmailsQuerySchema.fields));
-    if (unknown.length) throw validationError(`unknown query parameter(s): ${unknown.join(', ')}`, unknown.map((k) => ({ field: k, message: 'unknown parameter' })));
-    if (Object.values(ctx.query).some((v) => Array.isArray(v))) throw validationError('each query parameter may appear once');
-    try {
-      q = listEmailsQuerySchema.validateSync({ ...ctx.query }, { abortEarly: false });
-    } catch (e) {
-      throw e instanceof ValidationError ? fromYup(e) : e;
-    }
+    const q: ListEmailsQuery = validateQuery(listEmailsQuerySchema, ctx.query);
     const where: string[] = ['e.organization_id = ?'];
     const params: unknown[] = [a.organization.id];
     if (a.key.domainIds !== null) {

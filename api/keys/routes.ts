@@ -1,15 +1,13 @@
 import Router from '@koa/router';
 import type Koa from 'koa';
-import { ValidationError } from 'yup';
 import type { Orm } from '../../db/orm';
 import { ApiKey, Domain } from '../../db/entities';
 import { isUuid } from '../../server/ids';
 import { uuidv7 } from '../../server/ids';
 import { newToken } from '../../server/provisioning';
-import { ApiError, notFound, validationError, fromYup } from '../errors';
+import { ApiError, notFound, validationError } from '../errors';
 import { auth, hashToken, requirePermission, type AuthState } from '../middleware/auth';
-import { readJsonBody } from '../middleware/json-body';
-import { isPlainObject } from '../emails/schema';
+import { readValidBody } from '../validate';
 import { audit } from '../audit';
 import { createKeySchema, type CreateKeyBody } from './schema';
 import { presentKey } from './present';
@@ -42,15 +40,7 @@ export function keyRoutes(deps: { orm: Orm; maxBodyBytes: number }): Router {
 
   router.post('/keys', admin, async (ctx) => {
     const a = auth(ctx);
-    const raw = await readJsonBody(ctx, deps.maxBodyBytes);
-    if (!isPlainObject(raw)) throw validationError('body must be a JSON object');
-    let body: CreateKeyBody;
-    try {
-      body = createKeySchema.validateSync(raw, { abortEarly: false });
-    } catch (err) {
-      if (err instanceof ValidationError) throw fromYup(err);
-      throw err;
-    }
+    const body: CreateKeyBody = await readValidBody(ctx, createKeySchema, deps.maxBodyBytes);
     if (body.permission === 'admin') throw notMintable('Minting');
     const domainIds = body.domain_ids ? [...new Set(body.domain_ids)] : null;
     if (a.key.domainIds !== null) {

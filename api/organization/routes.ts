@@ -1,11 +1,9 @@
 import Router from '@koa/router';
-import { ValidationError } from 'yup';
 import type { Orm } from '../../db/orm';
 import { Organization, PLAN_DAILY_CEILING, effectiveDailySendCap } from '../../db/entities';
-import { validationError, fromYup } from '../errors';
+import { validationError } from '../errors';
 import { auth, requirePermission } from '../middleware/auth';
-import { readJsonBody } from '../middleware/json-body';
-import { isPlainObject } from '../emails/schema';
+import { readValidBody } from '../validate';
 import { audit } from '../audit';
 import { updateOrganizationSchema, type UpdateOrganizationBody } from './schema';
 
@@ -33,15 +31,7 @@ export function organizationRoutes(deps: { orm: Orm; maxBodyBytes: number }): Ro
 
   router.patch('/organization', requirePermission('admin'), async (ctx) => {
     const a = auth(ctx);
-    const raw = await readJsonBody(ctx, deps.maxBodyBytes);
-    if (!isPlainObject(raw)) throw validationError('body must be a JSON object');
-    let body: UpdateOrganizationBody;
-    try {
-      body = updateOrganizationSchema.validateSync(raw, { abortEarly: false });
-    } catch (err) {
-      if (err instanceof ValidationError) throw fromYup(err);
-      throw err;
-    }
+    const body: UpdateOrganizationBody = await readValidBody(ctx, updateOrganizationSchema, deps.maxBodyBytes);
     const ceiling = PLAN_DAILY_CEILING[a.organization.plan];
     if (body.daily_send_cap != null && body.daily_send_cap > ceiling) {
       throw validationError(`daily_send_cap can only lower the ${a.organization.plan} plan's ceiling of ${ceiling} per day (0 or null means the ceiling)`, [
