@@ -16,6 +16,7 @@ import { installTemporalRuntime } from '../worker/temporal-runtime';
 import { startTemporalEngine } from '../worker/temporal-engine';
 import { isUuid } from '../server/ids';
 import { createSecrets, loadSecretsKey } from '../server/secrets';
+import { platformDns } from '../server/domain-identity';
 import { createDnsResolver } from '../activities/dns';
 
 const USAGE = `usage:
@@ -208,8 +209,15 @@ async function main(argv: string[]): Promise<void> {
       const name = required('name', values.name);
       const stream = oneOf<Stream>('stream', values.stream, ['transactional', 'bulk'], 'transactional');
       return withDb(async (db) => {
-        const d = await createDomain(db.orm, org, name, { stream, verified: values.verified });
-        out({ id: d.id, name: d.name, status: d.status, stream: d.stream });
+        const config = readConfig();
+        // Without --verified the domain gets a DKIM key and records to publish; verify it with
+        // POST /api/v1/domains/:id/verify once they are in DNS.
+        const identity = values.verified ? undefined : {
+          secrets: createSecrets(loadSecretsKey(config.secretsKey, config.dataDir)),
+          platform: platformDns(config.platformMailDomain),
+        };
+        const d = await createDomain(db.orm, org, name, { stream, verified: values.verified, identity });
+        out({ id: d.id, name: d.name, status: d.status, stream: d.stream, ...(identity ? { records: d.records.map(({ purpose, type, name: n, value }) => ({ purpose, type, name: n, value })) } : {}) });
       });
     }
     case 'key create': {

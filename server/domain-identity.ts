@@ -17,6 +17,11 @@ export interface PlatformDns {
   spfInclude: string;
 }
 
+/** The platform's own names every domain's return-path records point at. */
+export function platformDns(mailDomain: string): PlatformDns {
+  return { bounceMx: `feedback-smtp.${mailDomain}`, spfInclude: `_spf.${mailDomain}` };
+}
+
 export function newDomainIdentity(domain: string, platform: PlatformDns, now = new Date()): DomainIdentity {
   const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const der = publicKey.export({ type: 'spki', format: 'der' }).toString('base64');

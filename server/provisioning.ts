@@ -3,6 +3,8 @@ import type { Orm } from '../db/orm';
 import { Organization, Domain, ApiKey, type Plan, type Stream, type Permission, type KeyMode } from '../db/entities';
 import { uuidv7 } from './ids';
 import { hashToken } from '../api/middleware/auth';
+import { newDomainIdentity, type PlatformDns } from './domain-identity';
+import type { Secrets } from './secrets';
 
 /** Operator-side creation of organizations, domains and keys (the `svc` command and first-run setup). */
 export async function createOrganization(orm: Orm, name: string, plan: Plan = 'free'): Promise<Organization> {
@@ -11,12 +13,30 @@ export async function createOrganization(orm: Orm, name: string, plan: Plan = 'f
   return org;
 }
 
-export async function createDomain(orm: Orm, organizationId: string, name: string, opts: { stream?: Stream; verified?: boolean } = {}): Promise<Domain> {
+/**
+ * `verified` is the operator's override (no DNS, no DKIM key: mail from it is unsigned). Given
+ * `identity`, the domain gets a DKIM key and records to publish, like one made by POST /domains;
+ * its verification then runs on "verify now".
+ */
+export async function createDomain(
+  orm: Orm,
+  organizationId: string,
+  name: string,
+  opts: { stream?: Stream; verified?: boolean; identity?: { secrets: Secrets; platform: PlatformDns } } = {},
+): Promise<Domain> {
   const em = orm.em.fork();
   await em.findOneOrFail(Organization, { id: organizationId }, { failHandler: () => new Error(`organization ${organizationId} does not exist`) });
+  const lower = name.toLowerCase();
+  const identity = opts.identity ? newDomainIdentity(lower, opts.identity.platform) : null;
   const domain = Object.assign(new Domain(), {
-    id: uuidv7(), organizationId, name: name.toLowerCase(), stream: opts.stream ?? 'transactional',
+    id: uuidv7(), organizationId, name: lower, stream: opts.stream ?? 'transactional',
     status: opts.verified ? 'verified' : 'pending', createdAt: new Date(),
+    ...(identity && opts.identity
+      ? {
+          dkimSelector: identity.selector, dkimPublicKey: identity.publicKey, dkimPrivateKeyEnc: opts.identity.secrets.encrypt(identity.privateKeyPem),
+          returnPathHost: identity.returnPathHost, records: identity.records,
+        }
+      : {}),
   });
   await em.persistAndFlush(domain);
   return domain;

@@ -14,6 +14,7 @@ import type { Engine } from '../worker/engine';
 import { createApp } from '../api/app';
 import { Dispatcher } from '../worker/dispatcher';
 import { createSecrets, loadSecretsKey } from './secrets';
+import { platformDns } from './domain-identity';
 import { createDnsResolver } from '../activities/dns';
 
 export interface Service {
@@ -74,7 +75,7 @@ export async function startService(config: Config, opts: { log?: Logger; mailer?
     orm: db.orm, engine, log, maxBodyBytes: config.maxBodyBytes, inbox: inbox ?? undefined, dispatch: () => dispatcher.kick(),
     domains: {
       secrets, dns, clock: { now: () => new Date() },
-      platform: { bounceMx: `feedback-smtp.${config.platformMailDomain}`, spfInclude: `_spf.${config.platformMailDomain}` },
+      platform: platformDns(config.platformMailDomain),
       verification: { firstDelayMs: config.domainVerifyFirstDelaySeconds * 1000, maxDelayMs: 3_600_000, windowMs: config.domainVerifyWindowHours * 3_600_000 },
     },
   });

@@ -58,6 +58,11 @@ describe('svc start (what npm start runs) and the svc commands, on embedded defa
     assert.equal(org.name, 'Second');
     const dom = await svcJson(['domain', 'create', '--org', org.id, '--name', 'second.test', '--stream', 'bulk', '--verified'], env);
     assert.deepEqual([dom.name, dom.status, dom.stream], ['second.test', 'verified', 'bulk']);
+    // Without --verified: a DKIM key and the records to publish, pending until verified.
+    const pending = await svcJson(['domain', 'create', '--org', org.id, '--name', 'Pending.Test'], env);
+    assert.deepEqual([pending.name, pending.status], ['pending.test', 'pending']);
+    assert.deepEqual(pending.records.map((r: { purpose: string }) => r.purpose), ['dkim', 'return_path_mx', 'return_path_spf', 'dmarc']);
+    assert.match(pending.records[0].value, /^v=DKIM1; k=rsa; p=/);
     const key = await svcJson(['key', 'create', '--org', org.id, '--name', 'ci', '--permission', 'send', '--mode', 'test', '--domain', dom.id, '--rate', '50'], env);
     assert.match(key.token, /^svc_test_/);
     const viaNewKey = await request(base, 'POST', '/api/v1/emails', { token: key.token, body: { from: 'n@second.test', to: 'x@example.com', subject: 'k', text: 't', kind: 'bulk.promo' } });
