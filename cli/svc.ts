@@ -13,10 +13,9 @@ import { createActivities } from '../activities';
 import { closeUnconfirmed } from '../activities/send-email';
 import { runTemporalWorker } from '../worker/temporal-worker';
 import { installTemporalRuntime } from '../worker/temporal-runtime';
-import { startTemporalEngine } from '../worker/temporal-engine';
+import { startTemporalEngine, temporalSettings } from '../worker/temporal-engine';
 import { isUuid } from '../server/ids';
-import { createSecrets, loadSecretsKey } from '../server/secrets';
-import { platformDns } from '../server/domain-identity';
+import { identityDeps } from '../server/domain-identity';
 import { createDnsResolver } from '../activities/dns';
 
 const USAGE = `usage:
@@ -124,10 +123,10 @@ async function worker(): Promise<void> {
   const mailer = config.smtpUrl ? createSmtpMailer(config.smtpUrl, false) : createSmtpMailer(`smtp://127.0.0.1:${config.devSmtpPort}`, true);
   const activities = createActivities({
     orm: workerOrm, mailer, clock: { now: () => new Date() }, log: log.child({ component: 'activities' }),
-    secrets: createSecrets(loadSecretsKey(config.secretsKey, config.dataDir)), dns: createDnsResolver(config.dnsServers),
+    secrets: identityDeps(config).secrets, dns: createDnsResolver(config.dnsServers),
   });
   const running = await runTemporalWorker({
-    settings: { ...config.temporal!, retryBaseSeconds: config.retryBaseSeconds },
+    settings: temporalSettings(config),
     activities, sendRatePerSecond: config.sendRatePerSecond, concurrency: config.workerConcurrency, log,
   });
   const stop = async () => {
@@ -154,7 +153,7 @@ async function closeUnconfirmedCommand(emailId: string, out: (v: unknown) => voi
     // On the embedded engine no workflow waits at `sent` (CONFIRMATION_WINDOW_HOURS is Temporal-only).
     if (config.engine === 'temporal') {
       const log = pino({ level: process.env.LOG_LEVEL || 'warn' }, pino.destination(2));
-      const engine = await startTemporalEngine({ ...config.temporal!, retryBaseSeconds: config.retryBaseSeconds }, log);
+      const engine = await startTemporalEngine(temporalSettings(config), log);
       try {
         await engine.signalCloseUnconfirmed(emailId);
       } finally {
@@ -212,10 +211,7 @@ async function main(argv: string[]): Promise<void> {
         const config = readConfig();
         // Without --verified the domain gets a DKIM key and records to publish; verify it with
         // POST /api/v1/domains/:id/verify once they are in DNS.
-        const identity = values.verified ? undefined : {
-          secrets: createSecrets(loadSecretsKey(config.secretsKey, config.dataDir)),
-          platform: platformDns(config.platformMailDomain),
-        };
+        const identity = values.verified ? undefined : identityDeps(config);
         const d = await createDomain(db.orm, org, name, { stream, verified: values.verified, identity });
         out({ id: d.id, name: d.name, status: d.status, stream: d.stream, ...(identity ? { records: d.records.map(({ purpose, type, name: n, value }) => ({ purpose, type, name: n, value })) } : {}) });
       });

@@ -1,5 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import type { DnsRecord } from '../db/entities';
+import type { Config } from './config';
+import { createSecrets, loadSecretsKey, type Secrets } from './secrets';
 
 /** What a new domain publishes: a DKIM key under a selector, and a return-path host for bounces. */
 export interface DomainIdentity {
@@ -20,6 +22,11 @@ export interface PlatformDns {
 /** The platform's own names every domain's return-path records point at. */
 export function platformDns(mailDomain: string): PlatformDns {
   return { bounceMx: `feedback-smtp.${mailDomain}`, spfInclude: `_spf.${mailDomain}` };
+}
+
+/** What making and signing with domain identities needs, from configuration (SECRETS_KEY, PLATFORM_MAIL_DOMAIN). */
+export function identityDeps(config: Pick<Config, 'secretsKey' | 'dataDir' | 'platformMailDomain'>): { secrets: Secrets; platform: PlatformDns } {
+  return { secrets: createSecrets(loadSecretsKey(config.secretsKey, config.dataDir)), platform: platformDns(config.platformMailDomain) };
 }
 
 export function newDomainIdentity(domain: string, platform: PlatformDns, now = new Date()): DomainIdentity {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Orm } from '../db/orm';
 import { Organization, Domain, ApiKey, type Plan, type Stream, type Permission, type KeyMode } from '../db/entities';
 import { uuidv7 } from './ids';
@@ -13,56 +14,87 @@ export async function createOrganization(orm: Orm, name: string, plan: Plan = 'f
   return org;
 }
 
+export interface DomainIdentityDeps {
+  secrets: Secrets;
+  platform: PlatformDns;
+}
+
 /**
- * `verified` is the operator's override (no DNS, no DKIM key: mail from it is unsigned). Given
- * `identity`, the domain gets a DKIM key and records to publish, like one made by POST /domains;
- * its verification then runs on "verify now".
+ * A new domain row, shared by POST /domains and `svc domain create`. With `identity` it gets a
+ * DKIM key pair (private key sealed) and the DNS records to publish; without, it is the
+ * operator's unsigned override (`--verified`, the sandbox domain).
  */
-export async function createDomain(
-  orm: Orm,
+export function newDomain(
   organizationId: string,
   name: string,
-  opts: { stream?: Stream; verified?: boolean; identity?: { secrets: Secrets; platform: PlatformDns } } = {},
-): Promise<Domain> {
-  const em = orm.em.fork();
-  await em.findOneOrFail(Organization, { id: organizationId }, { failHandler: () => new Error(`organization ${organizationId} does not exist`) });
+  opts: { stream?: Stream; verified?: boolean; dnsProvider?: string; identity?: DomainIdentityDeps; now?: Date },
+): Domain {
+  const now = opts.now ?? new Date();
   const lower = name.toLowerCase();
-  const identity = opts.identity ? newDomainIdentity(lower, opts.identity.platform) : null;
-  const domain = Object.assign(new Domain(), {
+  const identity = opts.identity ? newDomainIdentity(lower, opts.identity.platform, now) : null;
+  return Object.assign(new Domain(), {
     id: uuidv7(), organizationId, name: lower, stream: opts.stream ?? 'transactional',
-    status: opts.verified ? 'verified' : 'pending', createdAt: new Date(),
-    ...(identity && opts.identity
+    status: opts.verified ? 'verified' : 'pending', dnsProvider: opts.dnsProvider ?? 'manual', createdAt: now,
+    ...(identity
       ? {
-          dkimSelector: identity.selector, dkimPublicKey: identity.publicKey, dkimPrivateKeyEnc: opts.identity.secrets.encrypt(identity.privateKeyPem),
+          dkimSelector: identity.selector, dkimPublicKey: identity.publicKey, dkimPrivateKeyEnc: opts.identity!.secrets.encrypt(identity.privateKeyPem),
           returnPathHost: identity.returnPathHost, records: identity.records,
         }
       : {}),
   });
+}
+
+/** `svc domain create` and first-run setup; verification of a pending one runs on "verify now". */
+export async function createDomain(
+  orm: Orm,
+  organizationId: string,
+  name: string,
+  opts: { stream?: Stream; verified?: boolean; identity?: DomainIdentityDeps } = {},
+): Promise<Domain> {
+  const em = orm.em.fork();
+  await em.findOneOrFail(Organization, { id: organizationId }, { failHandler: () => new Error(`organization ${organizationId} does not exist`) });
+  const domain = newDomain(organizationId, name, opts);
   await em.persistAndFlush(domain);
   return domain;
 }
 
-export function newToken(mode: KeyMode): string {
-  return `svc_${mode}_${randomBytes(24).toString('base64url')}`;
+/** A fresh token, what is stored of it (SHA-256) and what is shown of it later (prefix). */
+export function issueToken(mode: KeyMode): { token: string; tokenHash: string; tokenPrefix: string } {
+  const token = `svc_${mode}_${randomBytes(24).toString('base64url')}`;
+  return { token, tokenHash: hashToken(token), tokenPrefix: token.slice(0, 13) };
 }
 
-export async function createKey(
-  orm: Orm,
-  organizationId: string,
-  opts: { name: string; permission: Permission; mode: KeyMode; domainIds?: string[]; rateLimit?: number },
-): Promise<{ key: ApiKey; token: string }> {
+export interface NewKeyOptions {
+  name: string;
+  permission: Permission;
+  mode: KeyMode;
+  domainIds?: string[] | null;
+  rateLimit?: number | null;
+}
+
+/** A new key row and its token (shown once), shared by POST /keys and `svc key create`. */
+export function newApiKey(organizationId: string, opts: NewKeyOptions): { key: ApiKey; token: string } {
+  const { token, tokenHash, tokenPrefix } = issueToken(opts.mode);
+  const key = Object.assign(new ApiKey(), {
+    id: uuidv7(), organizationId, name: opts.name, permission: opts.permission, mode: opts.mode, tokenHash, tokenPrefix,
+    domainIds: opts.domainIds?.length ? [...new Set(opts.domainIds)] : null, rateLimit: opts.rateLimit ?? null, createdAt: new Date(),
+  });
+  return { key, token };
+}
+
+/** The ids among `domainIds` that are not domains of the organization. */
+export async function foreignDomainIds(em: EntityManager, organizationId: string, domainIds: string[]): Promise<string[]> {
+  const found = new Set((await em.find(Domain, { id: { $in: domainIds }, organizationId, deletedAt: null }, { fields: ['id'] })).map((d) => d.id));
+  return domainIds.filter((d) => !found.has(d));
+}
+
+export async function createKey(orm: Orm, organizationId: string, opts: NewKeyOptions): Promise<{ key: ApiKey; token: string }> {
   const em = orm.em.fork();
   await em.findOneOrFail(Organization, { id: organizationId }, { failHandler: () => new Error(`organization ${organizationId} does not exist`) });
-  if (opts.domainIds?.length) {
-    const found = await em.count(Domain, { id: { $in: opts.domainIds }, organizationId });
-    if (found !== new Set(opts.domainIds).size) throw new Error('every --domain must be a domain of this organization');
+  if (opts.domainIds?.length && (await foreignDomainIds(em, organizationId, opts.domainIds)).length) {
+    throw new Error('every --domain must be a domain of this organization');
   }
-  const token = newToken(opts.mode);
-  const key = Object.assign(new ApiKey(), {
-    id: uuidv7(), organizationId, name: opts.name, permission: opts.permission, mode: opts.mode,
-    tokenHash: hashToken(token), tokenPrefix: token.slice(0, 13), domainIds: opts.domainIds?.length ? opts.domainIds : null,
-    rateLimit: opts.rateLimit ?? null, createdAt: new Date(),
-  });
-  await em.persistAndFlush(key);
-  return { key, token };
+  const created = newApiKey(organizationId, opts);
+  await em.persistAndFlush(created.key);
+  return created;
 }

@@ -9,12 +9,11 @@ import { DevInbox } from '../smtp/dev-inbox';
 import { createSmtpMailer, type Mailer } from '../activities/mailer';
 import { createActivities } from '../activities';
 import { startDbosEngine } from '../worker/dbos-engine';
-import { startTemporalEngine } from '../worker/temporal-engine';
+import { startTemporalEngine, temporalSettings } from '../worker/temporal-engine';
 import type { Engine } from '../worker/engine';
 import { createApp } from '../api/app';
 import { Dispatcher } from '../worker/dispatcher';
-import { createSecrets, loadSecretsKey } from './secrets';
-import { platformDns } from './domain-identity';
+import { identityDeps } from './domain-identity';
 import { createDnsResolver } from '../activities/dns';
 
 export interface Service {
@@ -54,13 +53,13 @@ export async function startService(config: Config, opts: { log?: Logger; mailer?
     inbox = new DevInbox(path.join(config.dataDir, 'inbox'), log.child({ component: 'dev-inbox' }));
     await inbox.start(config.devSmtpPort);
   }
-  const secrets = createSecrets(loadSecretsKey(config.secretsKey, config.dataDir));
+  const { secrets, platform } = identityDeps(config);
   const dns = createDnsResolver(config.dnsServers);
   // Workers get their own pool so a backlog of deliveries never queues API requests behind it.
   const workerOrm = await openOrm(db.url, config.workerDbPoolSize);
   let engine: Engine;
   if (config.engine === 'temporal') {
-    engine = await startTemporalEngine({ ...config.temporal!, retryBaseSeconds: config.retryBaseSeconds }, log.child({ component: 'temporal' }));
+    engine = await startTemporalEngine(temporalSettings(config), log.child({ component: 'temporal' }));
   } else {
     mailer ??= inbox ? createSmtpMailer(`smtp://127.0.0.1:${inbox.port}`, true) : createSmtpMailer(config.smtpUrl!, false);
     const activities = createActivities({ orm: workerOrm, mailer, clock: { now: () => new Date() }, log: log.child({ component: 'activities' }), secrets, dns });
@@ -74,8 +73,7 @@ export async function startService(config: Config, opts: { log?: Logger; mailer?
   const app = createApp({
     orm: db.orm, engine, log, maxBodyBytes: config.maxBodyBytes, inbox: inbox ?? undefined, dispatch: () => dispatcher.kick(),
     domains: {
-      secrets, dns, clock: { now: () => new Date() },
-      platform: platformDns(config.platformMailDomain),
+      secrets, dns, platform, clock: { now: () => new Date() },
       verification: { firstDelayMs: config.domainVerifyFirstDelaySeconds * 1000, maxDelayMs: 3_600_000, windowMs: config.domainVerifyWindowHours * 3_600_000 },
     },
   });

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import pino from 'pino';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { readConfig } from '../server/config';
+import { readConfig, type TemporalConfig } from '../server/config';
+import { startTemporalEngine } from '../worker/temporal-engine';
 import { startService, type Service } from '../server/service';
 import { createActivities } from '../activities';
 import { createSmtpMailer } from '../activities/mailer';
@@ -34,6 +35,7 @@ describe('Temporal engine, live: the API and workers against a real Temporal ser
   let sink: SmtpSink;
   let call: (method: string, path: string, body?: unknown, as?: 'send' | 'test') => ReturnType<typeof request>;
   let domain: string;
+  let temporal: TemporalConfig;
 
   before(async function () {
     let address = process.env.TEMPORAL_ADDRESS;
@@ -49,7 +51,7 @@ describe('Temporal engine, live: the API and workers against a real Temporal ser
     const databaseUrl = await newDatabase('svc_temporal');
     // A task queue of its own, so a shared server's other workers never pick these up.
     const queue = `svc-mail-test-${Date.now()}`;
-    const temporal = readConfig({ ENGINE: 'temporal', TEMPORAL_ADDRESS: address!, TEMPORAL_NAMESPACE: process.env.TEMPORAL_NAMESPACE ?? 'default', TEMPORAL_TASK_QUEUE: queue, CONFIRMATION_WINDOW_HOURS: '1' }).temporal!;
+    temporal = readConfig({ ENGINE: 'temporal', TEMPORAL_ADDRESS: address!, TEMPORAL_NAMESPACE: process.env.TEMPORAL_NAMESPACE ?? 'default', TEMPORAL_TASK_QUEUE: queue, CONFIRMATION_WINDOW_HOURS: '1' }).temporal!;
     service = await startService(testConfig({ databaseUrl, smtpUrl, engine: 'temporal', temporal }), { log });
     workerOrm = await openOrm(service.db.url, 5);
     const activities = createActivities({ orm: workerOrm, mailer: createSmtpMailer(smtpUrl, false), clock: { now: () => new Date() }, log, dns: createDnsResolver(undefined) });
@@ -117,7 +119,13 @@ describe('Temporal engine, live: the API and workers against a real Temporal ser
   it('closes a sent message as unconfirmed by the operator signal', async () => {
     const id = await send({ to: `unconfirmed-${Date.now()}@example.com` });
     await settled(id, 'sent');
-    await service.engine.signalCloseUnconfirmed(id);
+    // As an operator would, from outside the API process.
+    const operator = await startTemporalEngine({ ...temporal, retryBaseSeconds: 1 }, log);
+    try {
+      await operator.signalCloseUnconfirmed(id);
+    } finally {
+      await operator.stop();
+    }
     await settled(id, 'unconfirmed');
   });
 });

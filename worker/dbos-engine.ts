@@ -2,8 +2,10 @@ import { DBOS } from '@dbos-inc/dbos-sdk';
 import type { Activities } from '../activities';
 import { isNonRetryable } from '../activities/errors';
 import type { WorkflowContext } from '../workflows/context';
-import { retryPolicy } from '../workflows/context';
-import { sendEmailWorkflow, sendEmailActivityRetry, SEND_EMAIL_WORKFLOW, CANCEL_SIGNAL, CLOSE_UNCONFIRMED_SIGNAL, type SendEmailInput } from '../workflows/send-email';
+import { retryPolicy, type RetryClass } from '../workflows/context';
+import type { SendEmailActivities } from '../activities/send-email-types';
+import type { DomainVerificationActivities } from '../activities/domain-verification-types';
+import { sendEmailWorkflow, sendEmailActivityRetry, SEND_EMAIL_WORKFLOW, CANCEL_SIGNAL, type SendEmailInput } from '../workflows/send-email';
 import type { Engine, SendEmailJob } from './engine';
 import { domainVerificationWorkflow, domainVerificationActivityRetry, DOMAIN_VERIFICATION_WORKFLOW, type DomainVerificationInput } from '../workflows/domain-verification';
 import type { Logger } from '../server/logger';
@@ -30,10 +32,11 @@ let registered: ((input: SendEmailInput) => Promise<unknown>) | undefined;
 let registeredDomain: ((input: DomainVerificationInput) => Promise<unknown>) | undefined;
 let current: { activities: Activities; retryBaseSeconds: number } | undefined;
 
-function dbosContext<A extends object>(activities: A, retry: Partial<Record<keyof A, 'infrastructure' | 'transport'>>, retryBaseSeconds: number): WorkflowContext<A> {
+/** The context one workflow gets: only its own activities (those its retry map names), as DBOS steps. */
+function dbosContext<A extends object>(activities: A, retry: Record<keyof A, RetryClass>, retryBaseSeconds: number): WorkflowContext<A> {
   const proxy = {} as Record<string, unknown>;
   for (const name of Object.keys(retry) as (keyof A & string)[]) {
-    const policy = retryPolicy(retry[name]!, retryBaseSeconds);
+    const policy = retryPolicy(retry[name], retryBaseSeconds);
     proxy[name] = (...args: unknown[]) =>
       DBOS.runStep(() => (activities[name] as (...a: unknown[]) => Promise<unknown>)(...args), {
         name,
@@ -65,14 +68,14 @@ export async function startDbosEngine(opts: DbosEngineOptions): Promise<Engine> 
     registered = DBOS.registerWorkflow(
       async (input: SendEmailInput) => {
         if (!current) throw new Error('embedded engine not started');
-        return sendEmailWorkflow(dbosContext(current.activities, sendEmailActivityRetry, current.retryBaseSeconds), input);
+        return sendEmailWorkflow(dbosContext<SendEmailActivities>(current.activities, sendEmailActivityRetry, current.retryBaseSeconds), input);
       },
       { name: SEND_EMAIL_WORKFLOW },
     );
     registeredDomain = DBOS.registerWorkflow(
       async (input: DomainVerificationInput) => {
         if (!current) throw new Error('embedded engine not started');
-        return domainVerificationWorkflow(dbosContext(current.activities, domainVerificationActivityRetry, current.retryBaseSeconds), input);
+        return domainVerificationWorkflow(dbosContext<DomainVerificationActivities>(current.activities, domainVerificationActivityRetry, current.retryBaseSeconds), input);
       },
       { name: DOMAIN_VERIFICATION_WORKFLOW },
     );
@@ -115,9 +118,6 @@ export async function startDbosEngine(opts: DbosEngineOptions): Promise<Engine> 
     },
     async signalCancel(emailId) {
       await DBOS.send(emailId, { at: Date.now() }, CANCEL_SIGNAL, `cancel:${emailId}`);
-    },
-    async signalCloseUnconfirmed(emailId) {
-      await DBOS.send(emailId, { at: Date.now() }, CLOSE_UNCONFIRMED_SIGNAL, `close-unconfirmed:${emailId}`);
     },
     async startDomainVerification(workflowId, input) {
       // Not on a queue: the loop mostly sleeps, and a queued workflow would hold its slot meanwhile.

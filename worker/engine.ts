@@ -16,8 +16,6 @@ export interface Engine {
   startSendEmail(job: SendEmailJob): Promise<void>;
   /** Wakes a SendEmail waiting on its timer after the API canceled the message. */
   signalCancel(emailId: string): Promise<void>;
-  /** Operator's close of a `sent` message whose delivery event will never come. */
-  signalCloseUnconfirmed(emailId: string): Promise<void>;
   /** Starts a DomainVerification loop; `workflowId` names one loop of one domain (a restart gets a new id). */
   startDomainVerification(workflowId: string, input: DomainVerificationInput): Promise<void>;
   ready(): boolean;

@@ -4,7 +4,7 @@ import { SEND_EMAIL_WORKFLOW, CANCEL_SIGNAL, CLOSE_UNCONFIRMED_SIGNAL } from '..
 import type { TemporalSendEmailInput } from '../workflows/temporal';
 import { DOMAIN_VERIFICATION_WORKFLOW } from '../workflows/domain-verification';
 import type { Engine, SendEmailJob } from './engine';
-import type { TemporalConfig } from '../server/config';
+import type { Config, TemporalConfig } from '../server/config';
 import type { Logger } from '../server/logger';
 
 export interface TemporalSettings extends TemporalConfig {
@@ -12,11 +12,22 @@ export interface TemporalSettings extends TemporalConfig {
   retryBaseSeconds: number;
 }
 
+/** The Temporal settings of a configuration read with ENGINE=temporal. */
+export function temporalSettings(config: Config): TemporalSettings {
+  if (!config.temporal) throw new Error('ENGINE=temporal is required for this');
+  return { ...config.temporal, retryBaseSeconds: config.retryBaseSeconds };
+}
+
 /**
  * The API's side of the Temporal engine: starts and signals workflows through @temporalio/client.
  * Workflows run in `svc worker` processes (worker/temporal-worker.ts).
  */
-export async function startTemporalEngine(settings: TemporalSettings, log: Logger): Promise<Engine> {
+/** Temporal only: a `sent` message's workflow waits for this signal during its confirmation window. */
+export interface TemporalEngine extends Engine {
+  signalCloseUnconfirmed(emailId: string): Promise<void>;
+}
+
+export async function startTemporalEngine(settings: TemporalSettings, log: Logger): Promise<TemporalEngine> {
   const connection = await Connection.connect(settings.connection as ConnectionOptions).catch((err: Error) => {
     throw new Error(`cannot reach Temporal at ${settings.connection.address} (TEMPORAL_ADDRESS): ${err.message}`);
   });

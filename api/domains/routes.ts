@@ -6,8 +6,9 @@ import { Domain } from '../../db/entities';
 import type { Engine } from '../../worker/engine';
 import type { Logger } from '../../server/logger';
 import type { Secrets } from '../../server/secrets';
-import { isUuid, uuidv7 } from '../../server/ids';
-import { newDomainIdentity, type PlatformDns } from '../../server/domain-identity';
+import { isUuid } from '../../server/ids';
+import { newDomain } from '../../server/provisioning';
+import type { PlatformDns } from '../../server/domain-identity';
 import { checkDomain } from '../../activities/domain-verification';
 import type { DnsResolver } from '../../activities/dns';
 import type { Clock } from '../../activities/send-email';
@@ -76,12 +77,9 @@ export function domainRoutes(deps: DomainRoutesDeps): Router {
       throw new ApiError(409, 'domain_exists', `${body.name} is already a domain of this organization`);
     }
     const now = deps.domains.clock.now();
-    const identity = newDomainIdentity(body.name, deps.domains.platform, now);
-    const domain = Object.assign(new Domain(), {
-      id: uuidv7(), organizationId: a.organization.id, name: body.name, stream: body.stream, status: 'pending', dnsProvider: body.dns_provider,
-      dkimSelector: identity.selector, dkimPublicKey: identity.publicKey, dkimPrivateKeyEnc: deps.domains.secrets.encrypt(identity.privateKeyPem),
-      returnPathHost: identity.returnPathHost, records: identity.records, verificationGeneration: 1,
-      verifyingUntil: new Date(now.getTime() + deps.domains.verification.windowMs), createdAt: now,
+    const domain = Object.assign(newDomain(a.organization.id, body.name, { stream: body.stream, dnsProvider: body.dns_provider, identity: deps.domains, now }), {
+      verificationGeneration: 1,
+      verifyingUntil: new Date(now.getTime() + deps.domains.verification.windowMs),
     });
     em.persist(domain);
     audit(em, a, 'domain.created', { type: 'domain', id: domain.id }, { name: domain.name, stream: domain.stream });

@@ -1,12 +1,11 @@
 import Router from '@koa/router';
 import type Koa from 'koa';
 import type { Orm } from '../../db/orm';
-import { ApiKey, Domain } from '../../db/entities';
+import { ApiKey } from '../../db/entities';
 import { isUuid } from '../../server/ids';
-import { uuidv7 } from '../../server/ids';
-import { newToken } from '../../server/provisioning';
+import { issueToken, newApiKey, foreignDomainIds } from '../../server/provisioning';
 import { ApiError, notFound, validationError } from '../errors';
-import { auth, hashToken, requirePermission, type AuthState } from '../middleware/auth';
+import { auth, requirePermission, type AuthState } from '../middleware/auth';
 import { readValidBody } from '../validate';
 import { audit } from '../audit';
 import { createKeySchema, type CreateKeyBody } from './schema';
@@ -42,25 +41,18 @@ export function keyRoutes(deps: { orm: Orm; maxBodyBytes: number }): Router {
     const a = auth(ctx);
     const body: CreateKeyBody = await readValidBody(ctx, createKeySchema, deps.maxBodyBytes);
     if (body.permission === 'admin') throw notMintable('Minting');
-    const domainIds = body.domain_ids ? [...new Set(body.domain_ids)] : null;
+    const domainIds = body.domain_ids ?? null;
     if (a.key.domainIds !== null) {
       if (domainIds === null) throw new ApiError(403, 'forbidden_domain', 'a domain-restricted key cannot mint an unrestricted key; pass domain_ids');
       const foreign = domainIds.filter((d) => !a.key.domainIds!.includes(d));
       if (foreign.length) throw new ApiError(403, 'forbidden_domain', `this key cannot grant domains it does not hold: ${foreign.join(', ')}`);
     }
     const em = deps.orm.em.fork();
-    if (domainIds) {
-      const found = await em.find(Domain, { id: { $in: domainIds }, organizationId: a.organization.id }, { fields: ['id'] });
-      const missing = domainIds.filter((d) => !found.some((f) => f.id === d));
-      if (missing.length) throw validationError(`unknown domain(s): ${missing.join(', ')}`, missing.map((d) => ({ field: 'domain_ids', message: `no domain ${d} in this organization` })));
-    }
-    const token = newToken(body.mode);
-    const key = Object.assign(new ApiKey(), {
-      id: uuidv7(), organizationId: a.organization.id, name: body.name, permission: body.permission, mode: body.mode,
-      tokenHash: hashToken(token), tokenPrefix: token.slice(0, 13), domainIds, rateLimit: body.rate_limit ?? null, createdAt: new Date(),
-    });
+    const missing = domainIds ? await foreignDomainIds(em, a.organization.id, domainIds) : [];
+    if (missing.length) throw validationError(`unknown domain(s): ${missing.join(', ')}`, missing.map((d) => ({ field: 'domain_ids', message: `no domain ${d} in this organization` })));
+    const { key, token } = newApiKey(a.organization.id, { name: body.name, permission: body.permission, mode: body.mode, domainIds, rateLimit: body.rate_limit });
     em.persist(key);
-    audit(em, a, 'key.created', { type: 'key', id: key.id }, { name: key.name, permission: key.permission, mode: key.mode, domain_ids: domainIds, rate_limit: key.rateLimit });
+    audit(em, a, 'key.created', { type: 'key', id: key.id }, { name: key.name, permission: key.permission, mode: key.mode, domain_ids: key.domainIds, rate_limit: key.rateLimit });
     await em.flush();
     ctx.status = 201;
     // The token appears in this response only; it is stored as a SHA-256.
@@ -82,7 +74,7 @@ export function keyRoutes(deps: { orm: Orm; maxBodyBytes: number }): Router {
     const key = await findManaged(ctx);
     if (key.permission === 'admin') throw notMintable('Rotating');
     if (key.revokedAt) throw new ApiError(409, 'key_revoked', 'a revoked key cannot be rotated; create a new key');
-    const token = newToken(key.mode);
+    const { token, tokenHash, tokenPrefix } = issueToken(key.mode);
     const now = new Date();
     const expires = new Date(now.getTime() + ROTATION_GRACE_MS);
     const em = deps.orm.em.fork();
@@ -91,12 +83,12 @@ export function keyRoutes(deps: { orm: Orm; maxBodyBytes: number }): Router {
     const changed = await em.nativeUpdate(
       ApiKey,
       { id: key.id, tokenHash: key.tokenHash, revokedAt: null },
-      { tokenHash: hashToken(token), tokenPrefix: token.slice(0, 13), previousTokenHash: key.tokenHash, previousTokenExpiresAt: expires, rotatedAt: now },
+      { tokenHash, tokenPrefix, previousTokenHash: key.tokenHash, previousTokenExpiresAt: expires, rotatedAt: now },
     );
     if (changed !== 1) throw new ApiError(409, 'rotation_conflict', 'the key changed while rotating (rotated or revoked meanwhile); read it again');
     audit(em, a, 'key.rotated', { type: 'key', id: key.id }, { previous_token_expires_at: expires.toISOString() });
     await em.flush();
-    Object.assign(key, { tokenPrefix: token.slice(0, 13), previousTokenExpiresAt: expires, rotatedAt: now });
+    Object.assign(key, { tokenPrefix, previousTokenExpiresAt: expires, rotatedAt: now });
     ctx.body = { ...presentKey(key), token };
   });
 
