@@ -47,6 +47,13 @@ function claim(h: HistoryBuilder, emailId: string, result: unknown, asType = 'cl
   return h.workflowTask();
 }
 
+/** deliver on the delivery task queue, answered with `status` (on its `attempt`-th try), then a workflow task. */
+function deliver(h: HistoryBuilder, status: string, ms = 200, attempt = 1): HistoryBuilder {
+  const d = h.scheduleActivity('deliver', [ID], DELIVERY_TASK_QUEUE);
+  h.advance(ms).completeActivity(d, { status }, attempt);
+  return h.workflowTask();
+}
+
 const ID = '019a0000-0000-7000-8000-000000000001';
 
 export const scenarios: Scenario[] = [
@@ -59,9 +66,7 @@ export const scenarios: Scenario[] = [
       // Wrong: the history shows a wait on a timer, which an unscheduled message never does.
       if (wrong) h.fireTimer(h.startTimer(HOUR));
       claim(h, ID, { outcome: 'claimed' });
-      const d = h.scheduleActivity('deliver', [ID], DELIVERY_TASK_QUEUE);
-      h.advance(200).completeActivity(d, { status: 'sent' });
-      return h.workflowTask().complete({ status: 'sent' });
+      return deliver(h, 'sent').complete({ status: 'sent' });
     },
   },
   {
@@ -76,9 +81,7 @@ export const scenarios: Scenario[] = [
       const t = h.startTimer(HOUR);
       h.advance(HOUR).fireTimer(t).workflowTask();
       claim(h, ID, { outcome: 'claimed' });
-      const d = h.scheduleActivity('deliver', [ID], DELIVERY_TASK_QUEUE);
-      h.advance(200).completeActivity(d, { status: 'sent' });
-      return h.workflowTask().complete({ status: 'sent' });
+      return deliver(h, 'sent').complete({ status: 'sent' });
     },
   },
   {
@@ -108,9 +111,7 @@ export const scenarios: Scenario[] = [
       const h = load(begin(ID), ID, null);
       claim(h, ID, { outcome: 'claimed' });
       // Retries happen on the server: only the final (third) attempt is in the history.
-      const d = h.scheduleActivity('deliver', [ID], DELIVERY_TASK_QUEUE);
-      h.advance(90_000).completeActivity(d, { status: 'sent' }, 3);
-      h.workflowTask();
+      deliver(h, 'sent', 90_000, 3);
       // Wrong: a second delivery the code never asks for.
       if (wrong) h.scheduleActivity('deliver', [ID], DELIVERY_TASK_QUEUE);
       return h.complete({ status: 'sent' });
@@ -140,9 +141,7 @@ export const scenarios: Scenario[] = [
     history(wrong) {
       const h = load(begin(ID), ID, null);
       claim(h, ID, { outcome: 'claimed' });
-      const d = h.scheduleActivity('deliver', [ID], DELIVERY_TASK_QUEUE);
-      h.advance(200).completeActivity(d, { status: 'bounced' });
-      h.workflowTask();
+      deliver(h, 'bounced');
       // Wrong: a retry of a bounce the code never makes.
       if (wrong) h.scheduleActivity('failDelivery', [ID, 'bounced']);
       return h.complete({ status: 'bounced' });
@@ -160,9 +159,7 @@ export const scenarios: Scenario[] = [
     history(wrong) {
       const h = load(begin(ID, 72 * HOUR), ID, null);
       claim(h, ID, { outcome: 'claimed' });
-      const d = h.scheduleActivity('deliver', [ID], DELIVERY_TASK_QUEUE);
-      h.advance(200).completeActivity(d, { status: 'sent' });
-      h.workflowTask();
+      deliver(h, 'sent');
       // Wrong: the workflow ends at `sent` as if there were no confirmation window.
       if (wrong) return h.complete({ status: 'sent' });
       const t = h.startTimer(72 * HOUR);
