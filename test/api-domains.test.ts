@@ -113,6 +113,19 @@ describe('API: domains, DKIM and DNS verification', function () {
     assert.equal(by.dmarc.status, 'verified');
   });
 
+  it('verify now restarts a verification loop that had ended, which then verifies on its own', async () => {
+    const d = await create();
+    const sql = env.service.db.orm.em.fork().getConnection();
+    // The window passed (moved in the database rather than waited for):
+    await sql.execute(`update domains set verifying_until = now() - interval '1 second' where id = ?`, [d.id]);
+    const res = await t.call('POST', `/api/v1/domains/${d.id}/verify`, { as: 'admin' });
+    assert.equal(res.body.status, 'pending');
+    const [row] = await sql.execute('select verification_generation as g, verifying_until > now() as open from domains where id = ?', [d.id]);
+    assert.deepEqual([row.g, row.open], [2, true], 'a new generation with a new window');
+    publish(d.records);
+    await waitFor(async () => (await t.call('GET', `/api/v1/domains/${d.id}`, { as: 'admin' })).body.status === 'verified', 'the restarted loop to verify', 30_000);
+  });
+
   it('DKIM-signs live mail from a verified domain; the signature verifies against DNS with mailauth', async () => {
     const d = await create();
     publish(d.records);

@@ -99,6 +99,12 @@ describe('Engine parity: the replay scenarios, run for real on the embedded engi
     assert.equal((await tenant.call('GET', `/api/v1/emails/${id}`)).body.last_event, 'bounced');
   });
 
+  it('svc worker needs ENGINE=temporal: the embedded engine runs inside svc start', async () => {
+    const child = runSvc(['worker'], { DATABASE_URL: env.service.db.url });
+    assert.equal(await child.exited, 2);
+    assert.match(child.output(), /needs ENGINE=temporal/);
+  });
+
   it('keeps the confirmation window Temporal-only: the embedded engine refuses it at boot', () => {
     assert.throws(() => readConfig({ CONFIRMATION_WINDOW_HOURS: '24' }), /needs ENGINE=temporal/);
     assert.equal(readConfig({ ENGINE: 'temporal', CONFIRMATION_WINDOW_HOURS: '24' }).temporal!.confirmationWindowMs, 24 * 3_600_000);

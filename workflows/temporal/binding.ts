@@ -15,7 +15,7 @@ export interface TemporalBinding {
   deliveryTaskQueue?: string;
 }
 
-function activityOptions(kind: RetryClass, binding: TemporalBinding): ActivityOptions {
+export function activityOptions(kind: RetryClass, binding: TemporalBinding): ActivityOptions {
   const p = retryPolicy(kind, binding.transportRetryBaseSeconds ?? 30);
   return {
     // One SMTP transaction with a large message, or one database statement batch.
