@@ -20,6 +20,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS || 15);
 const SINGLE_CONCURRENCY = Number(process.env.BENCH_CONCURRENCY || 32);
 const BATCH_CONCURRENCY = Number(process.env.BENCH_BATCH_CONCURRENCY || 4);
 const POOL = 10;
+/** For iterating on one path: BENCH_ONLY=live-single skips the other service phases (BENCHMARKS.md is not written). */
+const ONLY = process.env.BENCH_ONLY;
 
 interface Result { requests: number; errors: number; firstError: string; seconds: number; rps: number; p50: number; p99: number }
 
@@ -76,14 +78,24 @@ async function main() {
     log.info({ mode }, 'POST /emails');
     await load(`${service.url}/api/v1/emails`, tokens, message, SINGLE_CONCURRENCY);
     const single = await load(`${service.url}/api/v1/emails`, tokens, message, SINGLE_CONCURRENCY);
+    if (ONLY) {
+      log.info({ base: base.rps, single, ratio: single.rps / base.rps }, 'BENCH_ONLY: single sends measured');
+      await service.stop();
+      return null;
+    }
     log.info({ mode }, 'POST /emails/batch (100 items)');
     const batch = await load(`${service.url}/api/v1/emails/batch`, tokens, Array.from({ length: 100 }, () => message), BATCH_CONCURRENCY);
     const [{ n: backlog }] = await service.db.orm.em.fork().getConnection().execute(`select count(*)::int as n from emails where status = 'queued'`);
     await service.stop();
     return { single, batch, backlog: backlog as number };
   };
-  const live = await runService('live');
-  const test = await runService('test');
+  const live = ONLY === 'test-single' ? null : await runService('live');
+  const test = ONLY === 'live-single' ? null : await runService('test');
+  if (!live || !test) {
+    await new Promise<void>((resolve) => relay.close(() => resolve()));
+    if (pg) await pg.stop();
+    return;
+  }
   await new Promise<void>((resolve) => relay.close(() => resolve()));
   const { single, batch } = live;
   if (pg) await pg.stop();

@@ -192,6 +192,31 @@ describe('API: POST /emails', function () {
     await rejects({ ...base(), attachments: [{ filename: 'a\r\nX: y', content: small }] }, 422, 'validation_error');
   });
 
+  it('refuses NUL characters (PostgreSQL text cannot hold them) with validation_error, naming the field', async () => {
+    const err = await rejects({ ...base(), text: 'a\u0000b' }, 422, 'validation_error');
+    assert.equal(err.details[0].field, 'text');
+    await rejects({ ...base(), tags: [{ name: 'k', value: 'x\u0000' }] }, 422, 'validation_error');
+    await rejects({ ...base(), headers: { 'X-Note': '\u0000' } }, 422, 'validation_error');
+  });
+
+  it('stores content exactly, whatever it holds: quotes, placeholders, JSON, astral and lone-surrogate characters', async () => {
+    const tricky = `it's "quoted" \\ back\\slash ? $1 :name ?? {"json": [1]} ' -- ; drop table emails; 🎉`;
+    const res = await t.call('POST', '/api/v1/emails', { body: { ...base(), subject: tricky, text: tricky, html: `<p>${tricky}</p>`, tags: [{ name: 'note', value: tricky.slice(0, 200) }], headers: { 'X-Note': tricky } } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const got = (await t.call('GET', `/api/v1/emails/${res.body.id}`)).body;
+    assert.equal(got.subject, tricky);
+    assert.equal(got.text, tricky);
+    assert.equal(got.html, `<p>${tricky}</p>`);
+    assert.deepEqual(got.tags, [{ name: 'note', value: tricky.slice(0, 200) }]);
+    assert.equal(got.headers['X-Note'], tricky);
+    // A lone surrogate cannot be encoded in UTF-8; it is stored as U+FFFD, as any UTF-8 encoder does.
+    const lone = await t.call('POST', '/api/v1/emails', {
+      raw: JSON.stringify({ ...base(), text: 'x' }).replace('"x"', '"a\\ud800b"'),
+    });
+    assert.equal(lone.status, 200, JSON.stringify(lone.body));
+    assert.equal((await t.call('GET', `/api/v1/emails/${lone.body.id}`)).body.text, 'a\ufffdb');
+  });
+
   it('drops suppressed recipients; all suppressed is stored as suppressed and never sent', async () => {
     // A live hard bounce puts the address on the suppression list (end to end through the worker).
     env.sink.rules.set('gone@example.com', { rcpt: 'reject', code: 550, message: '5.1.1 user unknown' });

@@ -103,6 +103,13 @@ export async function startDbosEngine(opts: DbosEngineOptions): Promise<Engine> 
     onConflict: 'always_update',
   });
   await DBOS.registerQueue(SIMULATION_QUEUE, { workerConcurrency: opts.workerConcurrency, minPollingIntervalMs: 100, onConflict: 'always_update' });
+  // Enough started work to keep each queue busy for a while; the backlog past it waits in the outbox.
+  const highWater = {
+    live: Math.max(opts.workerConcurrency * 4, opts.sendRatePerSecond * 5),
+    test: opts.workerConcurrency * 32,
+  };
+  const waiting = async (queueName: string, limit: number) =>
+    (await DBOS.listQueuedWorkflows({ queueName, status: ['ENQUEUED', 'PENDING'], limit, loadInput: false, loadOutput: false })).length;
   let running = true;
   log.info('embedded workflow engine (DBOS) launched');
   return {
@@ -115,6 +122,10 @@ export async function startDbosEngine(opts: DbosEngineOptions): Promise<Engine> 
         queueName: job.mode === 'live' ? DELIVERY_QUEUE : SIMULATION_QUEUE,
         ...(delayMs > 0 ? { enqueueOptions: { delaySeconds: Math.ceil(delayMs / 1000) } } : {}),
       })({ emailId: job.emailId });
+    },
+    async sendEmailRoom() {
+      const [live, test] = await Promise.all([waiting(DELIVERY_QUEUE, highWater.live), waiting(SIMULATION_QUEUE, highWater.test)]);
+      return { live: highWater.live - live, test: highWater.test - test };
     },
     async signalCancel(emailId) {
       await DBOS.send(emailId, { at: Date.now() }, CANCEL_SIGNAL, `cancel:${emailId}`);

@@ -14,6 +14,12 @@ export interface Engine {
   readonly name: string;
   /** Starts SendEmail with workflow id = email id; starting an existing one is a no-op. */
   startSendEmail(job: SendEmailJob): Promise<void>;
+  /**
+   * How many more SendEmail workflows each mode's queue should take now, or null when the engine
+   * holds any backlog well (Temporal). The outbox keeps the rest, so a burst of accepted mail does
+   * not become a burst of workflow starts that would only wait in the engine's queue.
+   */
+  sendEmailRoom(): Promise<Record<KeyMode, number> | null>;
   /** Wakes a SendEmail waiting on its timer after the API canceled the message. */
   signalCancel(emailId: string): Promise<void>;
   /** Starts a DomainVerification loop; `workflowId` names one loop of one domain (a restart gets a new id). */

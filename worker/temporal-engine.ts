@@ -47,6 +47,8 @@ export async function startTemporalEngine(settings: TemporalSettings, log: Logge
 
   return {
     name: 'temporal',
+    // Temporal task queues hold any backlog durably and cheaply; the outbox need not hold it back.
+    sendEmailRoom: async () => null,
     async startSendEmail(job: SendEmailJob) {
       const input: TemporalSendEmailInput = {
         emailId: job.emailId,

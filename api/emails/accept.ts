@@ -1,10 +1,9 @@
-import { UniqueConstraintViolationException } from '@mikro-orm/core';
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Orm } from '../../db/orm';
-import { Email, Recipient, EmailEvent, Attachment, Suppression } from '../../db/entities';
 import { uuidv7 } from '../../server/ids';
 import type { AuthState } from '../middleware/auth';
 import type { PreparedEmail } from './prepare';
+import { runPrepared } from '../../db/prepared';
+import { STORE_EMAILS, storeEmailsParams, type StoredRow } from './store-sql';
 
 export interface Accepted {
   id: string;
@@ -19,121 +18,93 @@ export interface AcceptDeps {
 }
 
 /**
- * Stores prepared messages in one transaction (the outbox), then wakes the dispatcher that starts
- * their workflows. Idempotency keys are unique per organization in the database, so concurrent
- * duplicates resolve to one message; a replay of a message stored but never queued queues it.
+ * Stores prepared messages (the outbox), then wakes the dispatcher that starts their workflows.
+ *
+ * One statement stores every message of the request with its recipients, their `queued` (or
+ * `suppressed`) events and its attachments, and drops suppressed recipients: it is atomic on its
+ * own and costs one round trip whatever the batch size. Idempotency keys are unique per
+ * organization in the database and the insert skips a taken key (waiting for a concurrent
+ * holder to commit), so concurrent duplicates resolve to one message; the skipped items are
+ * replays and answer the stored id. A replay of a message stored but never queued queues it.
  */
 export async function acceptEmails(deps: AcceptDeps, auth: AuthState, items: PreparedEmail[]): Promise<Accepted[]> {
-  const orgId = auth.organization.id;
-  const em = deps.orm.em.fork();
-  const results: (Accepted | undefined)[] = new Array(items.length);
-  let wake = false;
+  const results: Accepted[] = new Array(items.length);
+  const now = new Date();
+  const emails: Record<string, unknown>[] = [];
+  const recipients: Record<string, unknown>[] = [];
+  const attachments: Record<string, unknown>[] = [];
+  /** Index of the item that claimed each idempotency key in this request. */
+  const claimed = new Map<string, number>();
+  const byId = new Map<string, number>();
 
-  const keys = [...new Set(items.map((i) => i.idempotencyKey).filter((k): k is string => k !== null))];
-  const existing = new Map<string, Pick<Email, 'id' | 'idempotencyKey' | 'enqueuedAt'>>();
-  if (keys.length > 0) {
-    for (const e of await em.find(Email, { organizationId: orgId, idempotencyKey: { $in: keys } }, { fields: ['id', 'idempotencyKey', 'enqueuedAt'] })) {
-      existing.set(e.idempotencyKey!, e);
-    }
-  }
-
-  const fresh: { index: number; item: PreparedEmail }[] = [];
-  const claimedInRequest = new Map<string, number>();
   items.forEach((item, index) => {
     const key = item.idempotencyKey;
-    const prior = key !== null ? existing.get(key) : undefined;
-    if (prior) {
-      results[index] = { id: prior.id, suppressed: [], replayed: true };
-      if (!prior.enqueuedAt) wake = true;
-    } else if (key !== null && claimedInRequest.has(key)) {
-      // Same key twice in one batch: the later item is a replay of the earlier one.
-      results[index] = { id: '', suppressed: [], replayed: true };
-    } else {
-      if (key !== null) claimedInRequest.set(key, index);
-      fresh.push({ index, item });
+    if (key !== null) {
+      if (claimed.has(key)) return; // the same key twice in one batch: a replay of the earlier item
+      claimed.set(key, index);
     }
+    const id = uuidv7(now.getTime());
+    byId.set(id, index);
+    emails.push({
+      id,
+      pos: emails.length,
+      domain_id: item.domain.id,
+      from_address: item.from,
+      to_addresses: item.to,
+      cc_addresses: item.cc,
+      bcc_addresses: item.bcc,
+      reply_to: item.replyTo,
+      subject: item.subject,
+      html: item.html,
+      text: item.text,
+      headers: item.headers,
+      tags: item.tags,
+      kind: item.kind,
+      scheduled_at: item.scheduledAt?.toISOString() ?? null,
+      message_id: `<${id}@${item.domain.name}>`,
+      idempotency_key: key,
+    });
+    for (const r of item.recipients) recipients.push({ id: uuidv7(), email_id: id, pos: recipients.length, address: r.address, field: r.field });
+    item.attachments.forEach((a, position) => {
+      attachments.push({ id: uuidv7(), email_id: id, position, filename: a.filename, content_type: a.contentType, size: a.content.length, content: a.content.toString('base64') });
+    });
   });
 
-  if (fresh.length > 0) {
-    const addresses = [...new Set(fresh.flatMap((f) => f.item.recipients.map((r) => r.address)))];
-    const suppressedSet = new Set(
-      (await em.find(Suppression, { organizationId: orgId, email: { $in: addresses } }, { fields: ['email'] })).map((s) => s.email),
+  let wake = false;
+  if (emails.length > 0) {
+    const rows = await runPrepared<StoredRow>(
+      deps.orm,
+      STORE_EMAILS,
+      storeEmailsParams({ organizationId: auth.organization.id, apiKeyId: auth.key.id, mode: auth.key.mode, now, emails, recipients, attachments }),
     );
-    try {
-      const stored = await em.transactional(async (tx) => fresh.map((f) => stage(tx, auth, f.item, suppressedSet)));
-      stored.forEach((s, i) => {
-        results[fresh[i].index] = { id: s.id, suppressed: s.suppressed, replayed: false };
-        if (s.queued) wake = true;
-      });
-    } catch (err) {
-      if (!(err instanceof UniqueConstraintViolationException)) throw err;
-      // A concurrent request took one of the keys: store one by one so each item resolves on its own.
-      for (const f of fresh) {
-        const one = await storeOne(deps.orm, auth, f.item, suppressedSet);
-        results[f.index] = one.result;
-        if (one.enqueue) wake = true;
-      }
+    for (const row of rows) {
+      const index = byId.get(row.id)!;
+      const dropped = new Set(row.suppressed);
+      results[index] = { id: row.id, suppressed: items[index].recipients.filter((r) => dropped.has(r.address)).map((r) => r.given), replayed: false };
+      if (row.status === 'queued') wake = true;
+    }
+  }
+
+  // Items the insert skipped hold a key that another message (earlier, or concurrent) already took.
+  const taken = [...claimed].filter(([, index]) => results[index] === undefined).map(([key]) => key);
+  if (taken.length > 0) {
+    const prior: { id: string; idempotency_key: string; enqueued_at: string | null }[] = await deps.orm.em.fork().getConnection().execute(
+      'select id, idempotency_key, enqueued_at from emails where organization_id = ? and idempotency_key in (select jsonb_array_elements_text(?::jsonb))',
+      [auth.organization.id, JSON.stringify(taken)],
+    );
+    for (const p of prior) {
+      results[claimed.get(p.idempotency_key)!] = { id: p.id, suppressed: [], replayed: true };
+      if (p.enqueued_at === null) wake = true;
     }
   }
 
   items.forEach((item, index) => {
-    if (results[index]!.id === '') results[index]!.id = results[claimedInRequest.get(item.idempotencyKey!)!]!.id;
+    if (results[index] === undefined) {
+      const first = item.idempotencyKey !== null ? results[claimed.get(item.idempotencyKey)!] : undefined;
+      if (!first) throw new Error(`message ${index} of the request was neither stored nor found by its idempotency key`);
+      results[index] = { id: first.id, suppressed: [], replayed: true };
+    }
   });
   if (wake) deps.dispatch();
-  return results as Accepted[];
+  return results;
 }
-
-async function storeOne(orm: Orm, auth: AuthState, item: PreparedEmail, suppressedSet: Set<string>): Promise<{ result: Accepted; enqueue: boolean }> {
-  try {
-    const s = await orm.em.fork().transactional(async (tx) => stage(tx, auth, item, suppressedSet));
-    return { result: { id: s.id, suppressed: s.suppressed, replayed: false }, enqueue: s.queued };
-  } catch (err) {
-    if (!(err instanceof UniqueConstraintViolationException) || item.idempotencyKey === null) throw err;
-    const prior = await orm.em.fork().findOneOrFail(Email, { organizationId: auth.organization.id, idempotencyKey: item.idempotencyKey }, { fields: ['id', 'enqueuedAt'] });
-    return { result: { id: prior.id, suppressed: [], replayed: true }, enqueue: !prior.enqueuedAt };
-  }
-}
-
-function stage(em: EntityManager, auth: AuthState, item: PreparedEmail, suppressedSet: Set<string>): { id: string; suppressed: string[]; queued: boolean } {
-  const now = new Date();
-  const id = uuidv7(now.getTime());
-  const suppressed = item.recipients.filter((r) => suppressedSet.has(r.address));
-  const queued = suppressed.length < item.recipients.length;
-  const email = Object.assign(new Email(), {
-    id,
-    organizationId: auth.organization.id,
-    apiKeyId: auth.key.id,
-    domainId: item.domain.id,
-    from: item.from,
-    to: item.to,
-    cc: item.cc,
-    bcc: item.bcc,
-    replyTo: item.replyTo,
-    subject: item.subject,
-    html: item.html,
-    text: item.text,
-    headers: item.headers,
-    tags: item.tags,
-    kind: item.kind,
-    mode: auth.key.mode,
-    status: queued ? 'queued' : 'suppressed',
-    scheduledAt: item.scheduledAt,
-    messageId: `<${id}@${item.domain.name}>`,
-    idempotencyKey: item.idempotencyKey,
-    // Nothing to run for a fully suppressed message, so it never waits for the enqueue sweep.
-    enqueuedAt: queued ? null : now,
-    createdAt: now,
-    updatedAt: now,
-  } satisfies Partial<Email>);
-  em.persist(email);
-  for (const r of item.recipients) {
-    const isSuppressed = suppressedSet.has(r.address);
-    em.persist(Object.assign(new Recipient(), { id: uuidv7(), emailId: id, address: r.address, field: r.field, state: isSuppressed ? 'suppressed' : 'pending', updatedAt: now }));
-    em.persist(Object.assign(new EmailEvent(), { emailId: id, organizationId: auth.organization.id, type: isSuppressed ? 'suppressed' : 'queued', recipient: r.address, at: now }));
-  }
-  item.attachments.forEach((a, position) => {
-    em.persist(Object.assign(new Attachment(), { id: uuidv7(), emailId: id, position, filename: a.filename, contentType: a.contentType, size: a.content.length, content: a.content }));
-  });
-  return { id, suppressed: suppressed.map((r) => r.given), queued };
-}
-

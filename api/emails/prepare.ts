@@ -1,6 +1,6 @@
 import { ValidationError } from 'yup';
-import type { Domain, Tag } from '../../db/entities';
-import type { AuthState } from '../middleware/auth';
+import type { Tag } from '../../db/entities';
+import type { AuthState, AuthDomain } from '../middleware/auth';
 import { ApiError, validationError, fromYup } from '../errors';
 import { parseAddress } from './address';
 import {
@@ -11,7 +11,7 @@ import {
 /** A send request that passed every rule and is ready to be stored. */
 export interface PreparedEmail {
   from: string;
-  domain: Domain;
+  domain: AuthDomain;
   to: string[];
   cc: string[];
   bcc: string[];
@@ -38,7 +38,7 @@ export interface PrepareOptions {
   /** From the Idempotency-Key header; wins over the body's idempotency_key. */
   headerIdempotencyKey?: string;
   /** The organization's verified domains, by lower-cased name. */
-  domains: Map<string, Domain>;
+  domains: Map<string, AuthDomain>;
   auth: AuthState;
   now: Date;
 }

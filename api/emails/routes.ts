@@ -1,12 +1,12 @@
 import type Koa from 'koa';
 import Router from '@koa/router';
 import type { Orm } from '../../db/orm';
-import { Email, EmailEvent, Attachment, Domain } from '../../db/entities';
+import { Email, EmailEvent, Attachment } from '../../db/entities';
 import type { Engine } from '../../worker/engine';
 import type { Logger } from '../../server/logger';
 import { isUuid } from '../../server/ids';
 import { ApiError, notFound, validationError } from '../errors';
-import { auth, requirePermission, refundRate, type AuthState } from '../middleware/auth';
+import { auth, requirePermission, refundRate, type AuthState, type AuthDomain } from '../middleware/auth';
 import { readJsonBody } from '../middleware/json-body';
 import { validateQuery } from '../validate';
 import { prepareEmail, type PreparedEmail } from './prepare';
@@ -25,7 +25,7 @@ export interface EmailRoutesDeps {
 
 const MAX_BATCH = 100;
 
-function verifiedDomains(a: AuthState): Map<string, Domain> {
+function verifiedDomains(a: AuthState): Map<string, AuthDomain> {
   return new Map(a.verifiedDomains.map((d) => [d.name.toLowerCase(), d]));
 }
 

@@ -1,14 +1,20 @@
 import type Koa from 'koa';
 import { createHash } from 'node:crypto';
 import type { Orm } from '../../db/orm';
-import { ApiKey, Organization, Domain, type Permission } from '../../db/entities';
+import type { ApiKey, Organization, Domain, Permission } from '../../db/entities';
 import { ApiError } from '../errors';
+import { runPrepared, type PreparedStatement } from '../../db/prepared';
+
+/** What a request knows of its key, organization and domains: read-only, not managed entities. */
+export type AuthKey = Pick<ApiKey, 'id' | 'organizationId' | 'name' | 'permission' | 'mode' | 'domainIds' | 'rateLimit'>;
+export type AuthOrganization = Pick<Organization, 'id' | 'name' | 'plan'>;
+export type AuthDomain = Pick<Domain, 'id' | 'name' | 'stream' | 'status'>;
 
 export interface AuthState {
-  key: ApiKey;
-  organization: Organization;
+  key: AuthKey;
+  organization: AuthOrganization;
   /** The organization's verified domains, loaded with the key (every send needs them). */
-  verifiedDomains: Domain[];
+  verifiedDomains: AuthDomain[];
 }
 
 export function hashToken(token: string): string {
@@ -16,11 +22,18 @@ export function hashToken(token: string): string {
 }
 
 interface AuthRow {
-  key: Record<string, unknown>;
-  org: Record<string, unknown>;
-  domains: Record<string, unknown>[];
+  id: string;
+  organization_id: string;
+  name: string;
+  permission: Permission;
+  mode: ApiKey['mode'];
+  domain_ids: string[] | null;
+  rate_limit: number | null;
+  org_name: string;
+  plan: Organization['plan'];
+  domains: AuthDomain[];
   /** The key's rate window after this request's charge; null when the charge was refused. */
-  rate: { window_start: string; used: number } | null;
+  window_start: string | null;
 }
 
 /** The spec's default per-key request rate, per second. */
@@ -47,25 +60,26 @@ const TOKEN_RE = /^svc_(live|test)_[A-Za-z0-9_-]{20,100}$/;
  * starts in an empty second always passes, even at the default cap of 10) or when 100 still fit
  * under the key's cap; the route refunds what its items did not use.
  */
-const AUTH_SQL = `
+const AUTH: PreparedStatement = { name: 'auth_v1', text: `
 with k as (
   select * from api_keys
-   where (token_hash = ? or (previous_token_hash = ? and previous_token_expires_at > now())) and revoked_at is null
+   where (token_hash = $1 or (previous_token_hash = $1 and previous_token_expires_at > now())) and revoked_at is null
 ), charged as (
   insert into key_rate_windows as w (api_key_id, window_start, used)
-  select k.id, date_trunc('second', now()), ?::int from k
+  select k.id, date_trunc('second', now()), $2::int from k
   on conflict (api_key_id) do update
      set window_start = excluded.window_start,
          used = case when w.window_start = excluded.window_start then w.used + excluded.used else excluded.used end
    where w.window_start <> excluded.window_start
       or w.used + excluded.used <= (select coalesce(rate_limit, ${DEFAULT_RATE_LIMIT}) from k)
-      or (?::boolean and w.used = 0)
+      or ($3::boolean and w.used = 0)
   returning w.window_start, w.used
 )
-select row_to_json(k) as key, row_to_json(o) as org,
-       coalesce((select json_agg(d) from (select id, organization_id, name, stream, status, dns_provider, dkim_selector, return_path_host, created_at from domains where organization_id = o.id and status = 'verified' and deleted_at is null) d), '[]') as domains,
-       (select row_to_json(c) from charged c) as rate
-  from k join organizations o on o.id = k.organization_id`;
+select k.id, k.organization_id, k.name, k.permission, k.mode, k.domain_ids, k.rate_limit, o.name as org_name, o.plan,
+       coalesce((select json_agg(json_build_object('id', d.id, 'name', d.name, 'stream', d.stream, 'status', d.status))
+                   from domains d where d.organization_id = o.id and d.status = 'verified' and d.deleted_at is null), '[]') as domains,
+       (select c.window_start::text from charged c) as window_start
+  from k join organizations o on o.id = k.organization_id` };
 
 /** Bearer authentication and the per-key rate limit: the token is looked up by its SHA-256, never stored in clear. */
 export function authMiddleware(orm: Orm): Koa.Middleware {
@@ -77,22 +91,21 @@ export function authMiddleware(orm: Orm): Koa.Middleware {
     }
     const token = m[1];
     if (!TOKEN_RE.test(token)) throw new ApiError(401, 'invalid_api_key', 'API key is not valid');
-    const em = orm.em.fork();
     const batch = ctx.method === 'POST' && /^\/api\/v1\/emails\/batch\/?$/.test(ctx.path);
     const cost = batch ? BATCH_RESERVATION : 1;
     const hash = hashToken(token);
-    const rows: AuthRow[] = await em.getConnection().execute(AUTH_SQL, [hash, hash, cost, batch]);
+    const rows = await runPrepared<AuthRow>(orm, AUTH, [hash, cost, batch]);
     if (rows.length === 0) throw new ApiError(401, 'invalid_api_key', 'API key is not valid');
     const [row] = rows;
-    if (!row.rate) {
-      const limit = (row.key.rate_limit as number | null) ?? DEFAULT_RATE_LIMIT;
+    if (row.window_start === null) {
+      const limit = row.rate_limit ?? DEFAULT_RATE_LIMIT;
       throw new ApiError(429, 'rate_limited', `this key allows ${limit} requests per second${batch ? ' (a batch reserves 100)' : ''}; retry in a second`, undefined, { 'Retry-After': '1' });
     }
-    ctx.state.rate = { windowStart: row.rate.window_start, reserved: cost } satisfies RateCharge;
+    ctx.state.rate = { windowStart: row.window_start, reserved: cost } satisfies RateCharge;
     ctx.state.auth = {
-      key: em.map(ApiKey, row.key),
-      organization: em.map(Organization, row.org),
-      verifiedDomains: row.domains.map((d) => em.map(Domain, d)),
+      key: { id: row.id, organizationId: row.organization_id, name: row.name, permission: row.permission, mode: row.mode, domainIds: row.domain_ids, rateLimit: row.rate_limit },
+      organization: { id: row.organization_id, name: row.org_name, plan: row.plan },
+      verifiedDomains: row.domains,
     } satisfies AuthState;
     await next();
   };

@@ -25,8 +25,8 @@ function present(o: Organization) {
 /** Organization settings (ADMIN): name, postal address (bulk mail's legal footer), daily send cap. */
 export function organizationRoutes(deps: { orm: Orm; maxBodyBytes: number }): Router {
   const router = new Router();
-  router.get('/organization', requirePermission('admin'), (ctx) => {
-    ctx.body = present(auth(ctx).organization);
+  router.get('/organization', requirePermission('admin'), async (ctx) => {
+    ctx.body = present(await deps.orm.em.fork().findOneOrFail(Organization, { id: auth(ctx).organization.id }));
   });
 
   router.patch('/organization', requirePermission('admin'), async (ctx) => {

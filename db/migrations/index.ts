@@ -2,10 +2,12 @@ import type { MigrationObject } from '@mikro-orm/core';
 import { Migration20261122000000_initial } from './Migration20261122000000_initial';
 import { Migration20261122010000_management } from './Migration20261122010000_management';
 import { Migration20261122020000_domain_identity } from './Migration20261122020000_domain_identity';
+import { Migration20261122030000_outbox_indexes } from './Migration20261122030000_outbox_indexes';
 
 /** Listed explicitly so migrations run the same from TypeScript sources and from any bundle. */
 export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261122000000_initial', class: Migration20261122000000_initial },
   { name: 'Migration20261122010000_management', class: Migration20261122010000_management },
   { name: 'Migration20261122020000_domain_identity', class: Migration20261122020000_domain_identity },
+  { name: 'Migration20261122030000_outbox_indexes', class: Migration20261122030000_outbox_indexes },
 ];
