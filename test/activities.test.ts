@@ -2,13 +2,15 @@ import assert from 'node:assert/strict';
 import { createDnsResolver } from '../activities/dns';
 import pino from 'pino';
 import { openOrm, migrate, type Orm } from '../db/orm';
-import { Email, Recipient, Suppression, EmailEvent, Organization, ApiKey } from '../db/entities';
+import { Email, Recipient, Suppression, EmailEvent } from '../db/entities';
 import { createActivities, type Activities } from '../activities';
 import { SmtpTransactionError, type Mailer, type OutgoingMessage, type SendOutcome } from '../activities/mailer';
 import { TransientDeliveryError } from '../activities/errors';
 import { createDomain, createKey, createOrganization } from '../server/provisioning';
 import { acceptEmails } from '../api/emails/accept';
 import { prepareEmail } from '../api/emails/prepare';
+import { ApiError } from '../api/errors';
+import { hashToken } from '../api/middleware/auth';
 import { newDatabase } from './support/pg';
 
 /** A Mailer that records what it was asked to send and answers from a script. */
@@ -29,17 +31,21 @@ describe('Activities: SendEmail against the real database', function () {
   let orm: Orm;
   let mailer: ScriptedMailer;
   let acts: Activities;
-  let auth: { key: ApiKey; organization: Organization; verifiedDomains: [] };
+  /** Token hashes of a live and a test key: the store statement authenticates each message. */
+  const keys: Record<'live' | 'test', string> = { live: '', test: '' };
+  let orgId: string;
   let domainName: string;
 
   before(async () => {
     orm = await openOrm(await newDatabase('svc_acts'));
     await migrate(orm);
     const org = await createOrganization(orm, 'Acts');
+    orgId = org.id;
     const domain = await createDomain(orm, org.id, 'acts.example.test', { verified: true });
     domainName = domain.name;
-    const { key } = await createKey(orm, org.id, { name: 'k', permission: 'send', mode: 'live' });
-    auth = { key, organization: org, verifiedDomains: [] };
+    for (const mode of ['live', 'test'] as const) {
+      keys[mode] = hashToken((await createKey(orm, org.id, { name: mode, permission: 'send', mode, rateLimit: 1000 })).token);
+    }
   });
   after(async () => orm.close());
   beforeEach(() => {
@@ -48,11 +54,9 @@ describe('Activities: SendEmail against the real database', function () {
   });
 
   async function store(to: string[], mode: 'live' | 'test' = 'live'): Promise<string> {
-    const a = { ...auth, key: Object.assign(new ApiKey(), auth.key, { mode }) };
-    const em = orm.em.fork();
-    const domains = new Map([[domainName, await em.findOneOrFail('Domain', { name: domainName }) as any]]);
-    const prepared = prepareEmail({ from: `app@${domainName}`, to, subject: 's', text: 't' }, { inBatch: false, domains, auth: a, now: new Date() });
-    const [r] = await acceptEmails({ orm, dispatch: () => undefined }, a, [prepared]);
+    const prepared = prepareEmail({ from: `app@${domainName}`, to, subject: 's', text: 't' }, { inBatch: false, now: new Date() });
+    const [r] = await acceptEmails({ orm, dispatch: () => undefined }, { tokenHash: keys[mode] }, [prepared], { cost: 1, batch: false });
+    assert.ok(!(r instanceof ApiError), String(r));
     return r.id;
   }
   const status = async (id: string) => (await orm.em.fork().findOneOrFail(Email, { id })).status;
@@ -100,7 +104,7 @@ describe('Activities: SendEmail against the real database', function () {
     };
     assert.deepEqual(await acts.deliver(id), { status: 'bounced' });
     assert.deepEqual(await states(id), ['x@example.com:bounced', 'y@example.com:bounced']);
-    const sup = await orm.em.fork().find(Suppression, { organizationId: auth.organization.id, email: { $in: ['x@example.com', 'y@example.com'] } });
+    const sup = await orm.em.fork().find(Suppression, { organizationId: orgId, email: { $in: ['x@example.com', 'y@example.com'] } });
     assert.equal(sup.length, 2);
   });
 

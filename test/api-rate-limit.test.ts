@@ -57,13 +57,25 @@ describe('API: per-key rate limits', function () {
     assert.equal(ok(rs), 3, statuses(rs).join(','));
   });
 
+  it('charges sends, and refused sends too: over the cap, a bad body gets 429 rather than 422, and nothing is stored', async () => {
+    const token = await newKey(2);
+    const send = (body: unknown) => request(env.url, 'POST', '/api/v1/emails', { token, body });
+    const [first, third] = [`first-${Date.now()}@example.com`, `third-${Date.now()}@example.com`];
+    const rs = await inOneSecond(async () => [await send({ ...item(1), to: first }), await send({ to: 'nobody' }), await send({ ...item(2), to: third }), await send({ to: 'nobody' })]);
+    assert.deepEqual(statuses(rs), [200, 422, 429, 429], JSON.stringify(rs.map((r) => r.body)));
+    assert.equal(rs[3].body.error.code, 'rate_limited');
+    assert.equal(rs[2].headers.get('retry-after'), '1');
+    const stored = (await request(env.url, 'GET', '/api/v1/emails?limit=100', { token: t.sendKey })).body.data.map((e: { to: string[] }) => e.to[0]);
+    assert.ok(stored.includes(first) && !stored.includes(third), 'the send refused with 429 stored nothing');
+  });
+
   it('charges keys separately', async () => {
     const [a, b] = [await newKey(2), await newKey(2)];
     const rs = await inOneSecond(() => Promise.all([a, a, a, b, b, b].map((k) => list(env.url, k))));
     assert.deepEqual(statuses(rs).sort(), [200, 200, 200, 200, 429, 429]);
   });
 
-  it('a batch reserves 100 before its body is read: one per empty second passes even at the default cap, a concurrent one gets 429', async () => {
+  it('a batch costs one per message: a 100-item batch passes in an empty second even at the default cap, a concurrent one gets 429', async () => {
     const token = await newKey();
     const batch = (n: number) => request(env.url, 'POST', '/api/v1/emails/batch', { token, body: Array.from({ length: n }, (_, i) => item(i)) });
     const rs = await inOneSecond(() => Promise.all([batch(100), batch(100)]));
@@ -73,7 +85,7 @@ describe('API: per-key rate limits', function () {
     assert.ok(passed.body.data.every((d: { id?: string }) => d.id));
   });
 
-  it('refunds what a batch did not use: after a 4-item batch, 6 more requests fit in the same second', async () => {
+  it('a 4-item batch costs 4: 6 more requests fit in the same second', async () => {
     const token = await newKey();
     const rs = await inOneSecond(async () => {
       const b = await request(env.url, 'POST', '/api/v1/emails/batch', { token, body: [item(1), item(2), item(3), item(4)] });

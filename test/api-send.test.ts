@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { sharedService, newTenant, type TestEnv, type Tenant } from './support/service';
 import { request } from './support/http';
 import { waitFor } from './support/wait';
+import { createKey } from '../server/provisioning';
 
 describe('API: POST /emails', function () {
   let env: TestEnv;
@@ -14,6 +16,23 @@ describe('API: POST /emails', function () {
     env = await sharedService();
     t = await newTenant(env);
   });
+
+  /** Sends the headers of a body of `length` bytes and only its first bytes; resolves with the status if one comes anyway. */
+  function statusBeforeBodyEnds(token: string, length: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const req = http.request(`${env.url}/api/v1/emails`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': length } }, (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+        req.destroy();
+      });
+      req.on('error', () => undefined);
+      req.write('{"html": "');
+      setTimeout(() => {
+        req.destroy();
+        reject(new Error('no answer while the body was incomplete: the server waited for the body'));
+      }, 3000).unref();
+    });
+  }
 
   async function rejects(body: unknown, status: number, code: string, opts: { headers?: Record<string, string> } = {}) {
     const before = await countEmails();
@@ -47,6 +66,36 @@ describe('API: POST /emails', function () {
     const wrong = await request(env.url, 'POST', '/api/v1/emails', { body: base(), token: 'svc_live_' + 'x'.repeat(32) });
     assert.equal(wrong.status, 401);
     assert.equal(wrong.body.error.code, 'invalid_api_key');
+  });
+
+  it('answers an unknown or revoked key with 401 before looking at the body, and stores nothing', async () => {
+    const before = await countEmails();
+    const wrong = 'svc_live_' + 'y'.repeat(32);
+    const revoked = (await t.call('POST', '/api/v1/keys', { as: 'admin', body: { name: 'to-revoke', permission: 'send', mode: 'live' } })).body;
+    assert.ok(revoked.token, JSON.stringify(revoked));
+    assert.equal((await t.call('DELETE', `/api/v1/keys/${revoked.id}`, { as: 'admin' })).status, 200);
+    for (const token of [wrong, revoked.token]) {
+      for (const [path, body] of [['/api/v1/emails', base()], ['/api/v1/emails', { to: 'nobody' }], ['/api/v1/emails/batch', [base()]], ['/api/v1/emails/batch', { not: 'an array' }]] as const) {
+        const res = await request(env.url, 'POST', path, { token, body });
+        assert.equal(res.status, 401, `${path} ${JSON.stringify(body)}: ${JSON.stringify(res.body)}`);
+        assert.equal(res.body.error.code, 'invalid_api_key');
+      }
+      // Malformed JSON and a wrong content type: still the key first.
+      assert.equal((await request(env.url, 'POST', '/api/v1/emails', { token, raw: '{"from": ' })).status, 401);
+      assert.equal((await request(env.url, 'POST', '/api/v1/emails', { token, raw: 'a=b', contentType: 'application/x-www-form-urlencoded' })).status, 401);
+      // A large body is not read for an unknown key: the answer comes while the body is still unsent.
+      assert.equal(await statusBeforeBodyEnds(token, 600 * 1024), 401);
+    }
+    assert.equal(await countEmails(), before);
+  });
+
+  it('sends a large message (its key is checked before the body is read) and charges it once', async () => {
+    // At 1 request per second, a second charge for the same request would answer 429.
+    const { token } = await createKey(env.service.db.orm, t.orgId, { name: 'one-per-second', permission: 'send', mode: 'live', rateLimit: 1 });
+    const res = await request(env.url, 'POST', '/api/v1/emails', { token, body: { ...base(), html: `<p>${'x'.repeat(600 * 1024)}</p>` } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const got = (await t.call('GET', `/api/v1/emails/${res.body.id}`)).body;
+    assert.equal(got.html.length, 600 * 1024 + 7);
   });
 
   it('gives malformed JSON, wrong content type, oversized bodies and unknown routes their own codes', async () => {

@@ -1,9 +1,10 @@
 import type { Orm } from '../../db/orm';
-import { uuidv7 } from '../../server/ids';
-import type { AuthState } from '../middleware/auth';
-import type { PreparedEmail } from './prepare';
 import { runPrepared } from '../../db/prepared';
-import { STORE_EMAILS, storeEmailsParams, type StoredRow } from './store-sql';
+import { uuidv7 } from '../../server/ids';
+import { ApiError } from '../errors';
+import { invalidKey, rateLimited, type Credentials } from '../middleware/auth';
+import type { PreparedEmail } from './prepare';
+import { STORE_EMAILS, storeEmailsParams, type StoreResult } from './store-sql';
 
 export interface Accepted {
   id: string;
@@ -17,18 +18,23 @@ export interface AcceptDeps {
   dispatch: () => void;
 }
 
+export interface AcceptOptions {
+  /** What the request costs against the key's rate limit. */
+  cost: number;
+  batch: boolean;
+}
+
 /**
- * Stores prepared messages (the outbox), then wakes the dispatcher that starts their workflows.
+ * Authenticates the request and stores its prepared messages (the outbox) in one statement (see
+ * STORE_EMAILS), then wakes the dispatcher that starts their workflows. Throws 401 or 429 when the
+ * key is unknown or over its rate; answers each item with its stored id, a replay of an earlier
+ * message with the same idempotency key, or its own error (the sender domain).
  *
- * One statement stores every message of the request with its recipients, their `queued` (or
- * `suppressed`) events and its attachments, and drops suppressed recipients: it is atomic on its
- * own and costs one round trip whatever the batch size. Idempotency keys are unique per
- * organization in the database and the insert skips a taken key (waiting for a concurrent
- * holder to commit), so concurrent duplicates resolve to one message; the skipped items are
- * replays and answer the stored id. A replay of a message stored but never queued queues it.
+ * Idempotency keys are unique per organization in the database, so concurrent duplicates resolve
+ * to one message. A replay of a message stored but never queued queues it.
  */
-export async function acceptEmails(deps: AcceptDeps, auth: AuthState, items: PreparedEmail[]): Promise<Accepted[]> {
-  const results: Accepted[] = new Array(items.length);
+export async function acceptEmails(deps: AcceptDeps, credentials: Credentials, items: PreparedEmail[], opts: AcceptOptions): Promise<(Accepted | ApiError)[]> {
+  const results: (Accepted | ApiError)[] = new Array(items.length);
   const now = new Date();
   const emails: Record<string, unknown>[] = [];
   const recipients: Record<string, unknown>[] = [];
@@ -48,7 +54,8 @@ export async function acceptEmails(deps: AcceptDeps, auth: AuthState, items: Pre
     emails.push({
       id,
       pos: emails.length,
-      domain_id: item.domain.id,
+      from_domain: item.fromDomain,
+      bulk: item.bulk,
       from_address: item.from,
       to_addresses: item.to,
       cc_addresses: item.cc,
@@ -61,7 +68,6 @@ export async function acceptEmails(deps: AcceptDeps, auth: AuthState, items: Pre
       tags: item.tags,
       kind: item.kind,
       scheduled_at: item.scheduledAt?.toISOString() ?? null,
-      message_id: `<${id}@${item.domain.name}>`,
       idempotency_key: key,
     });
     for (const r of item.recipients) recipients.push({ id: uuidv7(), email_id: id, pos: recipients.length, address: r.address, field: r.field });
@@ -70,19 +76,22 @@ export async function acceptEmails(deps: AcceptDeps, auth: AuthState, items: Pre
     });
   });
 
+  const [row] = await runPrepared<StoreResult>(deps.orm, STORE_EMAILS, storeEmailsParams({ tokenHash: credentials.tokenHash, cost: opts.cost, batch: opts.batch, now, emails, recipients, attachments }));
+  if (row.key_id === null || row.organization_id === null) throw invalidKey();
+  if (!row.charged) throw rateLimited(row.rate_limit, opts.batch);
+
   let wake = false;
-  if (emails.length > 0) {
-    const rows = await runPrepared<StoredRow>(
-      deps.orm,
-      STORE_EMAILS,
-      storeEmailsParams({ organizationId: auth.organization.id, apiKeyId: auth.key.id, mode: auth.key.mode, now, emails, recipients, attachments }),
-    );
-    for (const row of rows) {
-      const index = byId.get(row.id)!;
-      const dropped = new Set(row.suppressed);
-      results[index] = { id: row.id, suppressed: items[index].recipients.filter((r) => dropped.has(r.address)).map((r) => r.given), replayed: false };
-      if (row.status === 'queued') wake = true;
-    }
+  for (const s of row.stored) {
+    const index = byId.get(s.id)!;
+    const dropped = new Set(s.suppressed);
+    results[index] = { id: s.id, suppressed: items[index].recipients.filter((r) => dropped.has(r.address)).map((r) => r.given), replayed: false };
+    if (s.status === 'queued') wake = true;
+  }
+  for (const f of row.refused) {
+    const item = items[byId.get(f.id)!];
+    results[byId.get(f.id)!] = f.code === 'domain_not_verified'
+      ? new ApiError(422, 'domain_not_verified', `${item.fromDomain} is not a verified domain of this organization allowed for this key`)
+      : new ApiError(422, 'stream_mismatch', `kind ${item.kind} is bulk mail; ${item.fromDomain} is a transactional-stream domain`);
   }
 
   // Items the insert skipped hold a key that another message (earlier, or concurrent) already took.
@@ -90,7 +99,7 @@ export async function acceptEmails(deps: AcceptDeps, auth: AuthState, items: Pre
   if (taken.length > 0) {
     const prior: { id: string; idempotency_key: string; enqueued_at: string | null }[] = await deps.orm.em.fork().getConnection().execute(
       'select id, idempotency_key, enqueued_at from emails where organization_id = ? and idempotency_key in (select jsonb_array_elements_text(?::jsonb))',
-      [auth.organization.id, JSON.stringify(taken)],
+      [row.organization_id, JSON.stringify(taken)],
     );
     for (const p of prior) {
       results[claimed.get(p.idempotency_key)!] = { id: p.id, suppressed: [], replayed: true };
@@ -102,7 +111,7 @@ export async function acceptEmails(deps: AcceptDeps, auth: AuthState, items: Pre
     if (results[index] === undefined) {
       const first = item.idempotencyKey !== null ? results[claimed.get(item.idempotencyKey)!] : undefined;
       if (!first) throw new Error(`message ${index} of the request was neither stored nor found by its idempotency key`);
-      results[index] = { id: first.id, suppressed: [], replayed: true };
+      results[index] = first instanceof ApiError ? first : { id: first.id, suppressed: [], replayed: true };
     }
   });
   if (wake) deps.dispatch();

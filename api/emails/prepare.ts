@@ -1,6 +1,5 @@
 import { ValidationError } from 'yup';
 import type { Tag } from '../../db/entities';
-import type { AuthState, AuthDomain } from '../middleware/auth';
 import { ApiError, validationError, fromYup } from '../errors';
 import { parseAddress } from './address';
 import {
@@ -11,7 +10,10 @@ import {
 /** A send request that passed every rule and is ready to be stored. */
 export interface PreparedEmail {
   from: string;
-  domain: AuthDomain;
+  /** The sender's domain, lower-cased; the store statement checks it is a verified domain the key may use. */
+  fromDomain: string;
+  /** A bulk kind: the store statement requires a bulk-stream sender domain. */
+  bulk: boolean;
   to: string[];
   cc: string[];
   bcc: string[];
@@ -37,9 +39,6 @@ export interface PrepareOptions {
   inBatch: boolean;
   /** From the Idempotency-Key header; wins over the body's idempotency_key. */
   headerIdempotencyKey?: string;
-  /** The organization's verified domains, by lower-cased name. */
-  domains: Map<string, AuthDomain>;
-  auth: AuthState;
   now: Date;
 }
 
@@ -129,18 +128,11 @@ export function prepareEmail(input: unknown, opts: PrepareOptions): PreparedEmai
   for (const [k, v] of Object.entries(body.headers ?? {})) if (!DROPPED_HEADERS.has(k.toLowerCase())) headers[k] = v;
 
   const from = parseAddress(body.from)!;
-  const domain = opts.domains.get(from.domain);
-  const allowed = opts.auth.key.domainIds;
-  if (!domain || domain.status !== 'verified' || (allowed !== null && !allowed.includes(domain.id))) {
-    throw new ApiError(422, 'domain_not_verified', `${from.domain} is not a verified domain of this organization allowed for this key`);
-  }
-  if (isBulkKind(kind) && domain.stream !== 'bulk') {
-    throw new ApiError(422, 'stream_mismatch', `kind ${kind} is bulk mail; ${domain.name} is a transactional-stream domain`);
-  }
 
   return {
     from: body.from.trim(),
-    domain,
+    fromDomain: from.domain.toLowerCase(),
+    bulk: isBulkKind(kind),
     to, cc, bcc,
     recipients,
     replyTo: body.reply_to?.trim() ?? null,

@@ -6,7 +6,7 @@ import type { Engine } from '../../worker/engine';
 import type { Logger } from '../../server/logger';
 import { isUuid } from '../../server/ids';
 import { ApiError, notFound, validationError } from '../errors';
-import { auth, requirePermission, refundRate, type AuthState, type AuthDomain } from '../middleware/auth';
+import { auth, authenticate, requirePermission, type AuthState, type Credentials } from '../middleware/auth';
 import { readJsonBody } from '../middleware/json-body';
 import { validateQuery } from '../validate';
 import { prepareEmail, type PreparedEmail } from './prepare';
@@ -25,10 +25,6 @@ export interface EmailRoutesDeps {
 
 const MAX_BATCH = 100;
 
-function verifiedDomains(a: AuthState): Map<string, AuthDomain> {
-  return new Map(a.verifiedDomains.map((d) => [d.name.toLowerCase(), d]));
-}
-
 /** Messages a key may see: its organization's, and only its domains' when it is restricted. */
 function scope(a: AuthState) {
   return { organizationId: a.organization.id, ...(a.key.domainIds !== null ? { domainId: { $in: a.key.domainIds } } : {}) };
@@ -39,56 +35,65 @@ export function emailRoutes(deps: EmailRoutesDeps): Router {
   const { orm } = deps;
   router.use(requirePermission('send'));
 
-  router.post('/emails', async (ctx) => {
-    const a = auth(ctx);
-    const body = await readJsonBody(ctx, deps.maxBodyBytes);
-    const headerKey = ctx.get('idempotency-key');
-    if (ctx.headers['idempotency-key'] !== undefined && (headerKey.length < 1 || headerKey.length > 256)) {
-      throw validationError('Idempotency-Key must be 1 to 256 characters', [{ field: 'Idempotency-Key', message: '1 to 256 characters' }]);
+  /**
+   * The send routes leave authentication to the statement that stores the mail (one round trip).
+   * A request refused before that statement is authenticated and charged first, so a bad key
+   * still answers 401 (or 429) ahead of any complaint about the body.
+   */
+  async function beforeStore<T>(ctx: Koa.Context, cost: () => number, batch: boolean, work: () => Promise<T> | T): Promise<T> {
+    try {
+      return await work();
+    } catch (err) {
+      if (!ctx.state.auth) await authenticate(orm, ctx, (ctx.state.credentials as Credentials).tokenHash, cost(), batch);
+      throw err;
     }
-    const prepared = prepareEmail(body, { inBatch: false, headerIdempotencyKey: headerKey || undefined, domains: verifiedDomains(a), auth: a, now: new Date() });
-    const [result] = await acceptEmails(deps, a, [prepared]);
+  }
+
+  router.post('/emails', async (ctx) => {
+    const prepared = await beforeStore(ctx, () => 1, false, async () => {
+      const body = await readJsonBody(ctx, deps.maxBodyBytes);
+      const headerKey = ctx.get('idempotency-key');
+      if (ctx.headers['idempotency-key'] !== undefined && (headerKey.length < 1 || headerKey.length > 256)) {
+        throw validationError('Idempotency-Key must be 1 to 256 characters', [{ field: 'Idempotency-Key', message: '1 to 256 characters' }]);
+      }
+      return prepareEmail(body, { inBatch: false, headerIdempotencyKey: headerKey || undefined, now: new Date() });
+    });
+    const [result] = await acceptEmails(deps, ctx.state.credentials as Credentials, [prepared], { cost: 1, batch: false });
+    if (result instanceof ApiError) throw result;
     if (result.replayed) ctx.set('Idempotent-Replayed', 'true');
     ctx.body = { id: result.id, ...(result.suppressed.length ? { suppressed: result.suppressed } : {}) };
   });
 
   router.post('/emails/batch', async (ctx) => {
-    let items = 0;
-    try {
-      await batch(ctx, (n) => (items = n));
-    } finally {
-      // The auth step reserved 100 requests before the body was read; give back the unused ones.
-      await refundRate(orm, ctx, items);
-    }
-  });
-
-  async function batch(ctx: Koa.Context, count: (n: number) => void): Promise<void> {
-    const a = auth(ctx);
-    const body = await readJsonBody(ctx, deps.maxBodyBytes);
-    if (!Array.isArray(body)) throw validationError('batch body must be a JSON array of emails');
-    count(Math.min(body.length, MAX_BATCH));
-    if (body.length < 1 || body.length > MAX_BATCH) throw validationError(`a batch holds 1 to ${MAX_BATCH} emails, got ${body.length}`);
-    const domains = verifiedDomains(a);
+    // A batch costs one request per message (up to 100), and at least one.
+    let cost = 1;
+    const body = await beforeStore(ctx, () => cost, true, async () => {
+      const body = await readJsonBody(ctx, deps.maxBodyBytes);
+      if (!Array.isArray(body)) throw validationError('batch body must be a JSON array of emails');
+      cost = Math.max(1, Math.min(body.length, MAX_BATCH));
+      if (body.length < 1 || body.length > MAX_BATCH) throw validationError(`a batch holds 1 to ${MAX_BATCH} emails, got ${body.length}`);
+      return body as unknown[];
+    });
     const now = new Date();
     const outcome: ({ prepared: PreparedEmail } | { error: ApiError })[] = body.map((item) => {
       try {
-        return { prepared: prepareEmail(item, { inBatch: true, domains, auth: a, now }) };
+        return { prepared: prepareEmail(item, { inBatch: true, now }) };
       } catch (err) {
         if (err instanceof ApiError) return { error: err };
         throw err;
       }
     });
     const ok = outcome.filter((o): o is { prepared: PreparedEmail } => 'prepared' in o);
-    const accepted = await acceptEmails(deps, a, ok.map((o) => o.prepared));
+    const accepted = await acceptEmails(deps, ctx.state.credentials as Credentials, ok.map((o) => o.prepared), { cost, batch: true });
     let next = 0;
     ctx.body = {
       data: outcome.map((o) => {
-        if ('error' in o) return { error: { code: o.error.code, message: o.error.message } };
-        const r = accepted[next++];
+        const r = 'error' in o ? o.error : accepted[next++];
+        if (r instanceof ApiError) return { error: { code: r.code, message: r.message } };
         return { id: r.id, ...(r.suppressed.length ? { suppressed: r.suppressed } : {}) };
       }),
     };
-  }
+  });
 
   router.get('/emails/:id', async (ctx) => {
     const a = auth(ctx);
