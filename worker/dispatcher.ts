@@ -103,7 +103,7 @@ export class Dispatcher {
       for (const mode of MODES) {
         if (room[mode] > 0) {
           const limit = Math.min(room[mode], BATCH);
-          const rows = await claim(em, { mode, ...due }, { createdAt: 'asc' }, limit);
+          const rows = await claim(em, { mode, ...due }, { createdAt: 'asc', id: 'asc' }, limit);
           batches.push(rows);
           if (rows.length === limit) {
             if (limit === BATCH) pass.more = true;
