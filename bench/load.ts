@@ -4,7 +4,7 @@
  */
 import http from 'node:http';
 
-/** One token per connection (round robin), so a per-key rate cap does not bound the measurement. */
+/** Tokens are used in turn, request by request, so a per-key rate cap does not bound the measurement. */
 interface Args { url: string; tokens: string[]; body: string; concurrency: number; seconds: number }
 
 async function main() {
@@ -42,9 +42,9 @@ async function main() {
       req.end(body);
     });
   const started = Date.now();
-  await Promise.all(Array.from({ length: a.concurrency }, async (_, i) => {
-    const token = a.tokens[i % a.tokens.length];
-    while (Date.now() < deadline) await one(token);
+  let turn = 0;
+  await Promise.all(Array.from({ length: a.concurrency }, async () => {
+    while (Date.now() < deadline) await one(a.tokens[turn++ % a.tokens.length]);
   }));
   const elapsed = (Date.now() - started) / 1000;
   latencies.sort((x, y) => x - y);
