@@ -57,11 +57,11 @@ describe('API: per-key rate limits', function () {
     assert.equal(ok(rs), 3, statuses(rs).join(','));
   });
 
-  it('charges sends, and refused sends too: over the cap, a bad body gets 429 rather than 422, and nothing is stored', async () => {
+  it('charges sends, and refused sends too (small or large body): over the cap, a bad body gets 429 rather than 422, and nothing is stored', async () => {
     const token = await newKey(2);
     const send = (body: unknown) => request(env.url, 'POST', '/api/v1/emails', { token, body });
     const [first, third] = [`first-${Date.now()}@example.com`, `third-${Date.now()}@example.com`];
-    const rs = await inOneSecond(async () => [await send({ ...item(1), to: first }), await send({ to: 'nobody' }), await send({ ...item(2), to: third }), await send({ to: 'nobody' })]);
+    const rs = await inOneSecond(async () => [await send({ ...item(1), to: first }), await send({ to: 'nobody', html: 'x'.repeat(300 * 1024) }), await send({ ...item(2), to: third }), await send({ to: 'nobody' })]);
     assert.deepEqual(statuses(rs), [200, 422, 429, 429], JSON.stringify(rs.map((r) => r.body)));
     assert.equal(rs[3].body.error.code, 'rate_limited');
     assert.equal(rs[2].headers.get('retry-after'), '1');

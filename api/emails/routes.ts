@@ -44,7 +44,8 @@ export function emailRoutes(deps: EmailRoutesDeps): Router {
     try {
       return await work();
     } catch (err) {
-      if (!ctx.state.auth) await authenticate(orm, ctx, (ctx.state.credentials as Credentials).tokenHash, cost(), batch);
+      // A large body's key was checked before reading, without a charge: charge it now.
+      if (!ctx.state.charged) await authenticate(orm, ctx, (ctx.state.credentials as Credentials).tokenHash, cost(), batch);
       throw err;
     }
   }

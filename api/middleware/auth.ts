@@ -95,7 +95,7 @@ const STORE_ROUTE = /^\/api\/v1\/emails(\/batch)?\/?$/;
  */
 const DEFERRED_AUTH_MAX_BODY = 256 * 1024;
 
-/** Authenticates and charges `cost`; sets ctx.state.auth, or throws 401 / 429. */
+/** Authenticates and charges `cost`; sets ctx.state.auth (and ctx.state.charged for a cost), or throws 401 / 429. */
 export async function authenticate(orm: Orm, ctx: Koa.Context, tokenHash: string, cost: number, batch = false): Promise<AuthState> {
   const [row] = await runPrepared<AuthRow>(orm, AUTH, [tokenHash, cost, batch]);
   if (!row) throw invalidKey();
@@ -105,6 +105,7 @@ export async function authenticate(orm: Orm, ctx: Koa.Context, tokenHash: string
     organization: { id: row.organization_id, name: row.org_name, plan: row.plan },
   };
   ctx.state.auth = state;
+  if (cost > 0) ctx.state.charged = true;
   return state;
 }
 
