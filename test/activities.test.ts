@@ -8,6 +8,7 @@ import { SmtpTransactionError, type Mailer, type OutgoingMessage, type SendOutco
 import { TransientDeliveryError } from '../activities/errors';
 import { createDomain, createKey, createOrganization } from '../server/provisioning';
 import { acceptEmails } from '../api/emails/accept';
+import { GroupStore } from '../api/emails/group-store';
 import { prepareEmail } from '../api/emails/prepare';
 import { ApiError } from '../api/errors';
 import { hashToken } from '../api/middleware/auth';
@@ -55,7 +56,7 @@ describe('Activities: SendEmail against the real database', function () {
 
   async function store(to: string[], mode: 'live' | 'test' = 'live'): Promise<string> {
     const prepared = prepareEmail({ from: `app@${domainName}`, to, subject: 's', text: 't' }, { inBatch: false, now: new Date() });
-    const [r] = await acceptEmails({ orm, dispatch: () => undefined }, { tokenHash: keys[mode] }, [prepared], { cost: 1, batch: false });
+    const [r] = await acceptEmails({ orm, dispatch: () => undefined, store: new GroupStore(orm, pino({ level: 'silent' })) }, { tokenHash: keys[mode] }, [prepared], { cost: 1, batch: false });
     assert.ok(!(r instanceof ApiError), String(r));
     return r.id;
   }

@@ -4,6 +4,7 @@ import { openOrm, migrate, type Orm } from '../db/orm';
 import { Email, type KeyMode } from '../db/entities';
 import { createDomain, createKey, createOrganization } from '../server/provisioning';
 import { acceptEmails } from '../api/emails/accept';
+import { GroupStore } from '../api/emails/group-store';
 import { prepareEmail } from '../api/emails/prepare';
 import { ApiError } from '../api/errors';
 import { hashToken } from '../api/middleware/auth';
@@ -57,7 +58,7 @@ describe('Dispatcher: the outbox holds the backlog and starts workflows as the e
     const ids: string[] = [];
     for (let i = 0; i < n; i++) {
       const prepared = prepareEmail({ from: 'app@outbox.example.test', to: `r${i}@example.com`, subject: 's', text: 't', ...extra }, { inBatch: false, now: new Date() });
-      const [r] = await acceptEmails({ orm, dispatch: () => undefined }, { tokenHash: keys[mode] }, [prepared], { cost: 1, batch: false });
+      const [r] = await acceptEmails({ orm, dispatch: () => undefined, store: new GroupStore(orm, pino({ level: 'silent' })) }, { tokenHash: keys[mode] }, [prepared], { cost: 1, batch: false });
       assert.ok(!(r instanceof ApiError), String(r));
       ids.push(r.id);
     }

@@ -1,10 +1,9 @@
 import type { Orm } from '../../db/orm';
-import { runPrepared } from '../../db/prepared';
 import { uuidv7 } from '../../server/ids';
 import { ApiError } from '../errors';
 import { invalidKey, rateLimited, type Credentials } from '../middleware/auth';
 import type { PreparedEmail } from './prepare';
-import { STORE_EMAILS, storeEmailsParams, type StoreResult } from './store-sql';
+import type { GroupStore } from './group-store';
 
 export interface Accepted {
   id: string;
@@ -14,6 +13,8 @@ export interface Accepted {
 
 export interface AcceptDeps {
   orm: Orm;
+  /** Stores send requests in groups, one statement each (see GroupStore). */
+  store: GroupStore;
   /** Wakes the outbox dispatcher, which starts the workflows of stored messages. */
   dispatch: () => void;
 }
@@ -25,8 +26,8 @@ export interface AcceptOptions {
 }
 
 /**
- * Authenticates the request and stores its prepared messages (the outbox) in one statement (see
- * STORE_EMAILS), then wakes the dispatcher that starts their workflows. Throws 401 or 429 when the
+ * Authenticates the request and stores its prepared messages (the outbox) in one statement shared
+ * with concurrent requests (see GroupStore), then wakes the dispatcher that starts their workflows. Throws 401 or 429 when the
  * key is unknown or over its rate; answers each item with its stored id, a replay of an earlier
  * message with the same idempotency key, or its own error (the sender domain).
  *
@@ -36,9 +37,9 @@ export interface AcceptOptions {
 export async function acceptEmails(deps: AcceptDeps, credentials: Credentials, items: PreparedEmail[], opts: AcceptOptions): Promise<(Accepted | ApiError)[]> {
   const results: (Accepted | ApiError)[] = new Array(items.length);
   const now = new Date();
-  const emails: Record<string, unknown>[] = [];
-  const recipients: Record<string, unknown>[] = [];
-  const attachments: Record<string, unknown>[] = [];
+  const emails: ({ id: string } & Record<string, unknown>)[] = [];
+  const recipients: { email_id: string }[] = [];
+  const attachments: { email_id: string }[] = [];
   /** Index of the item that claimed each idempotency key in this request. */
   const claimed = new Map<string, number>();
   const byId = new Map<string, number>();
@@ -53,7 +54,7 @@ export async function acceptEmails(deps: AcceptDeps, credentials: Credentials, i
     byId.set(id, index);
     emails.push({
       id,
-      pos: emails.length,
+      at: now.toISOString(),
       from_domain: item.fromDomain,
       bulk: item.bulk,
       from_address: item.from,
@@ -70,15 +71,15 @@ export async function acceptEmails(deps: AcceptDeps, credentials: Credentials, i
       scheduled_at: item.scheduledAt?.toISOString() ?? null,
       idempotency_key: key,
     });
-    for (const r of item.recipients) recipients.push({ id: uuidv7(), email_id: id, pos: recipients.length, address: r.address, field: r.field });
+    for (const r of item.recipients) recipients.push({ id: uuidv7(), email_id: id, address: r.address, field: r.field } as { email_id: string });
     item.attachments.forEach((a, position) => {
-      attachments.push({ id: uuidv7(), email_id: id, position, filename: a.filename, content_type: a.contentType, size: a.content.length, content: a.content.toString('base64') });
+      attachments.push({ id: uuidv7(), email_id: id, position, filename: a.filename, content_type: a.contentType, size: a.content.length, content: a.content.toString('base64') } as { email_id: string });
     });
   });
 
-  const [row] = await runPrepared<StoreResult>(deps.orm, STORE_EMAILS, storeEmailsParams({ tokenHash: credentials.tokenHash, cost: opts.cost, batch: opts.batch, now, emails, recipients, attachments }));
-  if (row.key_id === null || row.organization_id === null) throw invalidKey();
-  if (!row.charged) throw rateLimited(row.rate_limit, opts.batch);
+  const row = await deps.store.store({ tokenHash: credentials.tokenHash, cost: opts.cost, batch: opts.batch, emails, recipients, attachments });
+  if (!row.known || row.organizationId === null) throw invalidKey();
+  if (!row.admitted) throw rateLimited(row.rateLimit, opts.batch);
 
   let wake = false;
   for (const s of row.stored) {
@@ -99,7 +100,7 @@ export async function acceptEmails(deps: AcceptDeps, credentials: Credentials, i
   if (taken.length > 0) {
     const prior: { id: string; idempotency_key: string; enqueued_at: string | null }[] = await deps.orm.em.fork().getConnection().execute(
       'select id, idempotency_key, enqueued_at from emails where organization_id = ? and idempotency_key in (select jsonb_array_elements_text(?::jsonb))',
-      [row.organization_id, JSON.stringify(taken)],
+      [row.organizationId, JSON.stringify(taken)],
     );
     for (const p of prior) {
       results[claimed.get(p.idempotency_key)!] = { id: p.id, suppressed: [], replayed: true };
@@ -117,3 +118,4 @@ export async function acceptEmails(deps: AcceptDeps, credentials: Credentials, i
   if (wake) deps.dispatch();
   return results;
 }
+

@@ -10,7 +10,8 @@ import { auth, authenticate, requirePermission, type AuthState, type Credentials
 import { readJsonBody } from '../middleware/json-body';
 import { validateQuery } from '../validate';
 import { prepareEmail, type PreparedEmail } from './prepare';
-import { acceptEmails } from './accept';
+import { acceptEmails, type AcceptDeps } from './accept';
+import { GroupStore } from './group-store';
 import { listEmailsQuerySchema, type ListEmailsQuery } from './schema';
 import { presentEmail, presentSummary, type SummaryRow } from './present';
 import { decodeCursor, encodeCursor } from '../cursor';
@@ -33,6 +34,7 @@ function scope(a: AuthState) {
 export function emailRoutes(deps: EmailRoutesDeps): Router {
   const router = new Router();
   const { orm } = deps;
+  const accept: AcceptDeps = { orm, dispatch: deps.dispatch, store: new GroupStore(orm, deps.log) };
   router.use(requirePermission('send'));
 
   /**
@@ -59,7 +61,7 @@ export function emailRoutes(deps: EmailRoutesDeps): Router {
       }
       return prepareEmail(body, { inBatch: false, headerIdempotencyKey: headerKey || undefined, now: new Date() });
     });
-    const [result] = await acceptEmails(deps, ctx.state.credentials as Credentials, [prepared], { cost: 1, batch: false });
+    const [result] = await acceptEmails(accept, ctx.state.credentials as Credentials, [prepared], { cost: 1, batch: false });
     if (result instanceof ApiError) throw result;
     if (result.replayed) ctx.set('Idempotent-Replayed', 'true');
     ctx.body = { id: result.id, ...(result.suppressed.length ? { suppressed: result.suppressed } : {}) };
@@ -85,7 +87,7 @@ export function emailRoutes(deps: EmailRoutesDeps): Router {
       }
     });
     const ok = outcome.filter((o): o is { prepared: PreparedEmail } => 'prepared' in o);
-    const accepted = await acceptEmails(deps, ctx.state.credentials as Credentials, ok.map((o) => o.prepared), { cost, batch: true });
+    const accepted = await acceptEmails(accept, ctx.state.credentials as Credentials, ok.map((o) => o.prepared), { cost, batch: true });
     let next = 0;
     ctx.body = {
       data: outcome.map((o) => {

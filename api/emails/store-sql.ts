@@ -1,31 +1,47 @@
 import type { PreparedStatement } from '../../db/prepared';
-import { KEY_AND_CHARGE_CTES } from '../middleware/auth';
+import { DEFAULT_RATE_LIMIT } from '../middleware/auth';
 
-/** What the store statement answers: the key (or nulls), whether it was charged, and each message's fate. */
-export interface StoreResult {
-  key_id: string | null;
-  organization_id: string | null;
+/** One request's fate in a store statement. */
+export interface StoredRequest {
+  req: number;
+  /** The token names a live key. */
+  known: boolean;
+  /** The key's rate window had room for this request. */
+  admitted: boolean;
   rate_limit: number | null;
-  charged: boolean;
+  organization_id: string | null;
+}
+
+/** What the store statement answers: each request, each message it stored, each message it refused. */
+export interface StoreResult {
+  requests: StoredRequest[];
   stored: { id: string; status: 'queued' | 'suppressed'; suppressed: string[] }[];
   refused: { id: string; code: 'domain_not_verified' | 'stream_mismatch' }[];
 }
 
 /**
- * Authenticates the request, charges its key and stores its messages, in one statement: the
- * acceptance hot path costs one round trip, atomic on its own, with no transaction block.
+ * Authenticates a group of send requests, charges their keys and stores their messages, in one
+ * statement and one commit (see GroupStore). Parameters, each a JSON array: $1 requests
+ * {req, token_hash, cost, batch}, $2 messages (each with its request's `req`), $3 recipients,
+ * $4 attachments.
  *
- * Parameters: $1 token hash, $2 cost, $3 batch admission (see KEY_AND_CHARGE_CTES), $4 acceptance
- * time, then $5 messages, $6 recipients, $7 attachments, each a JSON array.
+ * Keys and rates (spec, Limits):
+ * - A key is found by the token's SHA-256: the current token, or the previous one within 24 h of a
+ *   rotation. Unknown tokens store nothing.
+ * - Each key's one-second window in key_rate_windows is charged the requests' costs in one
+ *   upsert; PostgreSQL serializes concurrent upserts of a key, so `used` before this statement is
+ *   exact, and so is admission: in request order, a request passes while the window has room
+ *   (a batch costs one per message and also passes when the window is empty before it). A request
+ *   refused for its rate still counts within that second.
  *
- * - Nothing is stored unless the key exists and the charge passed (`p` is empty otherwise).
- * - Each message's sender domain must be a verified, undeleted domain of the key's organization
- *   that the key may use; bulk kinds need a bulk-stream domain. Other messages are refused, each
- *   on its own, and the rest are stored.
- * - A recipient is suppressed when the suppression list holds its address; a message whose every
- *   recipient is suppressed is stored as `suppressed` and never queued (enqueued_at is set).
- * - A message whose idempotency key the organization already used is skipped (`do nothing`, after
- *   waiting for a concurrent holder to commit); the caller answers it as a replay. Its
+ * Messages (of admitted requests only):
+ * - The sender domain must be a verified, undeleted domain of the key's organization that the key
+ *   may use; bulk kinds need a bulk-stream domain. Other messages are refused, each on its own.
+ * - A recipient is suppressed when its organization's suppression list holds the address; a
+ *   message whose every recipient is suppressed is stored as `suppressed` and never queued
+ *   (enqueued_at is set).
+ * - A message whose idempotency key its organization already used is skipped (`do nothing`,
+ *   after waiting for a concurrent holder to commit); the caller answers it as a replay. Its
  *   recipients, events and attachments are skipped with it: each child insert joins the rows
  *   the message insert returned.
  * - Events are inserted in recipient order, so their ids (the API's event order) follow it.
@@ -35,58 +51,78 @@ export interface StoreResult {
  * the API and delivery tests cover the mapping.
  */
 const STORE_EMAILS_SQL = `
-with ${KEY_AND_CHARGE_CTES},
-p as (
-  select k.organization_id as org, k.id as api_key, k.mode, k.domain_ids, $4::timestamptz as now from k, charged
+with q as (
+  select * from jsonb_to_recordset($1::jsonb) as x(req int, token_hash text, cost int, batch boolean)
+), k as (
+  select q.req, q.cost, q.batch, a.id, a.organization_id, a.mode, a.domain_ids, coalesce(a.rate_limit, ${DEFAULT_RATE_LIMIT}) as cap
+    from q join api_keys a
+      on (a.token_hash = q.token_hash or (a.previous_token_hash = q.token_hash and a.previous_token_expires_at > now()))
+     and a.revoked_at is null
+), kc as (
+  select id, sum(cost)::int as n from k group by id
+), charged as (
+  insert into key_rate_windows as w (api_key_id, window_start, used)
+  select id, date_trunc('second', now()), n from kc
+  on conflict (api_key_id) do update
+     set window_start = excluded.window_start,
+         used = case when w.window_start = excluded.window_start then w.used + excluded.used else excluded.used end
+  returning w.api_key_id, w.used
+), upto as (
+  select k.*, c.used - kc.n + sum(k.cost) over (partition by k.id order by k.req) as used_after
+    from k join kc on kc.id = k.id join charged c on c.api_key_id = k.id
+), p as (
+  select upto.*, (used_after <= cap or (batch and used_after - cost = 0)) as admitted from upto
 ), m as (
-  select x.*, d.id as domain_id, d.name as domain_name, d.stream
-    from jsonb_to_recordset($5::jsonb) as x(
-      id uuid, pos int, from_domain text, bulk boolean, from_address text, to_addresses jsonb, cc_addresses jsonb,
-      bcc_addresses jsonb, reply_to text, subject text, html text, text text, headers jsonb, tags jsonb, kind text,
-      scheduled_at timestamptz, idempotency_key text)
-    cross join p
+  select x.*, p.organization_id as org, p.id as api_key, p.mode, d.id as domain_id, d.name as domain_name, d.stream
+    from jsonb_to_recordset($2::jsonb) as x(
+      req int, id uuid, pos int, at timestamptz, from_domain text, bulk boolean, from_address text, to_addresses jsonb,
+      cc_addresses jsonb, bcc_addresses jsonb, reply_to text, subject text, html text, text text, headers jsonb, tags jsonb,
+      kind text, scheduled_at timestamptz, idempotency_key text)
+    join p on p.req = x.req and p.admitted
     left join lateral (
       select d.id, d.name, d.stream from domains d
-       where d.organization_id = p.org and lower(d.name) = x.from_domain and d.status = 'verified' and d.deleted_at is null
-         and (p.domain_ids is null or p.domain_ids @> jsonb_build_array(d.id::text))
+       where d.organization_id = p.organization_id and lower(d.name) = x.from_domain and d.status = 'verified'
+         and d.deleted_at is null and (p.domain_ids is null or p.domain_ids @> jsonb_build_array(d.id::text))
        limit 1
     ) d on true
 ), ok as (
   select * from m where domain_id is not null and (not bulk or stream = 'bulk')
 ), r as (
-  select x.*, exists (select 1 from suppressions s, p where s.organization_id = p.org and s.email = x.address) as suppressed
-    from jsonb_to_recordset($6::jsonb) as x(id uuid, email_id uuid, pos int, address text, field text)
-   where x.email_id in (select id from ok)
+  select x.*, ok.org, ok.at,
+         exists (select 1 from suppressions s where s.organization_id = ok.org and s.email = x.address) as suppressed
+    from jsonb_to_recordset($3::jsonb) as x(id uuid, email_id uuid, pos int, address text, field text)
+    join ok on ok.id = x.email_id
 ), e as (
   insert into emails (id, organization_id, api_key_id, domain_id, from_address, to_addresses, cc_addresses, bcc_addresses,
                       reply_to, subject, html, text, headers, tags, kind, mode, status, scheduled_at, message_id,
                       idempotency_key, enqueued_at, created_at, updated_at)
-  select ok.id, p.org, p.api_key, ok.domain_id, ok.from_address, ok.to_addresses, ok.cc_addresses, ok.bcc_addresses,
-         ok.reply_to, ok.subject, ok.html, ok.text, ok.headers, ok.tags, ok.kind, p.mode,
+  select ok.id, ok.org, ok.api_key, ok.domain_id, ok.from_address, ok.to_addresses, ok.cc_addresses, ok.bcc_addresses,
+         ok.reply_to, ok.subject, ok.html, ok.text, ok.headers, ok.tags, ok.kind, ok.mode,
          case when a.all_suppressed then 'suppressed' else 'queued' end, ok.scheduled_at, '<' || ok.id || '@' || ok.domain_name || '>',
-         ok.idempotency_key, case when a.all_suppressed then p.now end, p.now, p.now
-    from ok cross join p
+         ok.idempotency_key, case when a.all_suppressed then ok.at end, ok.at, ok.at
+    from ok
     cross join lateral (select bool_and(r.suppressed) as all_suppressed from r where r.email_id = ok.id) a
    order by ok.pos
   on conflict (organization_id, idempotency_key) where idempotency_key is not null do nothing
   returning id, status
 ), rec as (
   insert into recipients (id, email_id, address, field, state, attempts, updated_at)
-  select r.id, r.email_id, r.address, r.field, case when r.suppressed then 'suppressed' else 'pending' end, 0, p.now
-    from r join e on e.id = r.email_id cross join p
+  select r.id, r.email_id, r.address, r.field, case when r.suppressed then 'suppressed' else 'pending' end, 0, r.at
+    from r join e on e.id = r.email_id
 ), ev as (
   insert into email_events (email_id, organization_id, type, recipient, at)
-  select r.email_id, p.org, case when r.suppressed then 'suppressed' else 'queued' end, r.address, p.now
-    from r join e on e.id = r.email_id cross join p
+  select r.email_id, r.org, case when r.suppressed then 'suppressed' else 'queued' end, r.address, r.at
+    from r join e on e.id = r.email_id
    order by r.pos
 ), att as (
   insert into attachments (id, email_id, position, filename, content_type, size, content)
   select x.id, x.email_id, x.position, x.filename, x.content_type, x.size, decode(x.content, 'base64')
-    from jsonb_to_recordset($7::jsonb) as x(id uuid, email_id uuid, position int, filename text, content_type text, size int, content text)
+    from jsonb_to_recordset($4::jsonb) as x(id uuid, email_id uuid, position int, filename text, content_type text, size int, content text)
     join e on e.id = x.email_id
 )
-select (select k.id from k) as key_id, (select k.organization_id from k) as organization_id, (select k.rate_limit from k) as rate_limit,
-       exists (select 1 from charged) as charged,
+select coalesce((select json_agg(json_build_object('req', q.req, 'known', p.req is not null, 'admitted', coalesce(p.admitted, false),
+                   'rate_limit', p.cap, 'organization_id', p.organization_id))
+                   from q left join p on p.req = q.req), '[]') as requests,
        coalesce((select json_agg(json_build_object('id', e.id, 'status', e.status, 'suppressed',
                    coalesce((select json_agg(r.address order by r.pos) from r where r.email_id = e.id and r.suppressed), '[]')))
                    from e), '[]') as stored,
@@ -94,9 +130,4 @@ select (select k.id from k) as key_id, (select k.organization_id from k) as orga
                    'code', case when m.domain_id is null then 'domain_not_verified' else 'stream_mismatch' end))
                    from m where m.domain_id is null or (m.bulk and m.stream <> 'bulk')), '[]') as refused`;
 
-export const STORE_EMAILS: PreparedStatement = { name: 'store_emails_v2', text: STORE_EMAILS_SQL };
-
-/** Parameters for STORE_EMAILS, in its order. */
-export function storeEmailsParams(p: { tokenHash: string; cost: number; batch: boolean; now: Date; emails: unknown[]; recipients: unknown[]; attachments: unknown[] }): unknown[] {
-  return [p.tokenHash, p.cost, p.batch, p.now, JSON.stringify(p.emails), JSON.stringify(p.recipients), JSON.stringify(p.attachments)];
-}
+export const STORE_EMAILS: PreparedStatement = { name: 'store_emails_v3', text: STORE_EMAILS_SQL };

@@ -38,9 +38,9 @@ export const DEFAULT_RATE_LIMIT = 10;
 const TOKEN_RE = /^svc_(live|test)_[A-Za-z0-9_-]{20,100}$/;
 
 /**
- * The key and its rate charge, as two CTEs (`k`, `charged`) that the authentication statement and
- * the statement storing messages share. Parameters: $1 the token's SHA-256, $2 the cost, $3
- * whether a batch's admission applies.
+ * The key and its rate charge, as two CTEs (`k`, `charged`). Parameters: $1 the token's SHA-256,
+ * $2 the cost, $3 whether a batch's admission applies. (Sends are charged by the statement that
+ * stores them instead, api/emails/store-sql.ts, by the same rules.)
  *
  * The key is found by the token's SHA-256 (the current token, or the previous one within 24 h of
  * a rotation), and the charge lands on the key's one-second window in key_rate_windows. The
@@ -51,7 +51,7 @@ const TOKEN_RE = /^svc_(live|test)_[A-Za-z0-9_-]{20,100}$/;
  * one per message (up to 100); it passes when the window is empty (so a batch sent in an empty
  * second always passes, even at the default cap of 10) or when it still fits under the key's cap.
  */
-export const KEY_AND_CHARGE_CTES = `
+const KEY_AND_CHARGE_CTES = `
 k as (
   select * from api_keys
    where (token_hash = $1 or (previous_token_hash = $1 and previous_token_expires_at > now())) and revoked_at is null
