@@ -56,9 +56,15 @@ export class GroupStore {
     private readonly maxInFlight = 1,
     /** Most messages in one statement. */
     private readonly maxMessages = 1000,
+    /**
+     * A request with this many messages is a group already: it runs at once, beside the groups,
+     * so concurrent batches use the database's cores in parallel instead of queuing.
+     */
+    private readonly ownStatementFrom = 20,
   ) {}
 
   store(request: StoreRequest): Promise<RequestOutcome> {
+    if (request.emails.length >= this.ownStatementFrom) return this.execute([request]).then(([o]) => o);
     return new Promise((resolve, reject) => {
       this.waiting.push({ request, resolve, reject });
       this.pump();
