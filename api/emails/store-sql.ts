@@ -62,7 +62,8 @@ with q as (
   select id, sum(cost)::int as n from k group by id
 ), charged as (
   insert into key_rate_windows as w (api_key_id, window_start, used)
-  select id, date_trunc('second', now()), n from kc
+  -- In key order, so statements of other processes charging the same keys cannot deadlock.
+  select id, date_trunc('second', now()), n from kc order by id
   on conflict (api_key_id) do update
      set window_start = excluded.window_start,
          used = case when w.window_start = excluded.window_start then w.used + excluded.used else excluded.used end
@@ -130,4 +131,4 @@ select coalesce((select json_agg(json_build_object('req', q.req, 'known', p.req 
                    'code', case when m.domain_id is null then 'domain_not_verified' else 'stream_mismatch' end))
                    from m where m.domain_id is null or (m.bulk and m.stream <> 'bulk')), '[]') as refused`;
 
-export const STORE_EMAILS: PreparedStatement = { name: 'store_emails_v3', text: STORE_EMAILS_SQL };
+export const STORE_EMAILS: PreparedStatement = { name: 'store_emails_v4', text: STORE_EMAILS_SQL };
