@@ -126,14 +126,15 @@ ${row(`POST /emails/batch, 100 items, test key (concurrency ${BATCH_CONCURRENCY}
 - Live batches accept **${f(batchMsgs, 0)}** messages per second (goal ≥ 2,000); test-key batches ${f(test.batch.rps * 100, 0)}.
 - Still queued when each run ended (the engine's backlog): live ${live.backlog}, test ${test.backlog}.
 ${single.errors + batch.errors + base.errors > 0 ? `- First error seen: ${single.firstError || batch.firstError || base.firstError}\n` : ''}
-Every request runs the whole acceptance path: validation, then one statement that authenticates
-the key, charges its rate window, checks the sender domain and the suppression list, and stores
-the message with its recipients and \`queued\` events in the outbox. The dispatcher starts each
-message's SendEmail workflow (a DBOS queue entry) as the engine's queue has room, in the same
-process and during the load. Live mail leaves through a real SMTP server on loopback (it discards)
-at the platform send rate (12/s, the spec's worker send rate), so during a burst the live backlog
-waits in the outbox and drains afterwards. Test-key mail is not rate limited: its workflows run
-during the burst and compete for the same two cores and PostgreSQL.
+Every request runs the whole acceptance path: validation, then the store statement, which
+authenticates the key, charges its rate window, checks the sender domain and the suppression list,
+and stores the message with its recipients and \`queued\` events in the outbox, committed before
+the answer. Concurrent single sends share one such statement (group commit); a batch has its own.
+The dispatcher starts each message's SendEmail workflow (a DBOS queue entry) as the engine's queue
+has room, in the same process and during the load. Live mail leaves through a real SMTP server on
+loopback (it discards) at the platform send rate (12/s, the spec's worker send rate), so during a
+burst the live backlog waits in the outbox and drains afterwards. Test-key mail is not rate
+limited: its workflows run during the burst and compete for the same two cores and PostgreSQL.
 See "What limits throughput" in docs/architecture.md.
 `;
   fs.writeFileSync(path.join(__dirname, '..', 'BENCHMARKS.md'), md);
