@@ -74,7 +74,7 @@ describe('GroupStore: concurrent sends share one statement, and each is answered
     // A row the database refuses (recipients.field is to, cc or bcc): the statement holding it fails.
     const id = uuidv7();
     const bad = store
-      .store({ tokenHash: a.key, cost: 1, batch: false, emails: [{ id, at: new Date().toISOString(), from_domain: a.domain, bulk: false, from_address: `app@${a.domain}`, to_addresses: ['z@example.com'], cc_addresses: [], bcc_addresses: [], subject: 's', text: 't', headers: {}, tags: [] } as { id: string }], recipients: [{ id: uuidv7(), email_id: id, address: 'z@example.com', field: 'xx' } as { email_id: string }], attachments: [] })
+      .store({ tokenHash: a.key, cost: 1, batch: false, emails: [{ id, at: new Date().toISOString(), from_domain: a.domain, bulk: false, from_address: `app@${a.domain}`, to_addresses: ['z@example.com'], cc_addresses: [], bcc_addresses: [], subject: 's', text: 't', headers: {}, tags: [] }], recipients: [{ id: uuidv7(), email_id: id, address: 'z@example.com', field: 'xx' }], attachments: [] })
       .then(() => 'stored', (err: Error) => err.message);
     const others = Array.from({ length: 3 }, (_, i) => send(store, a.key, `app@${a.domain}`, `other${i}@example.com`));
     const [g, b, ...o] = await Promise.all([good, bad, ...others]);

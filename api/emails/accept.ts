@@ -3,7 +3,7 @@ import { uuidv7 } from '../../server/ids';
 import { ApiError } from '../errors';
 import { invalidKey, rateLimited, type Credentials } from '../middleware/auth';
 import type { PreparedEmail } from './prepare';
-import type { GroupStore } from './group-store';
+import type { GroupStore, StoreRequest } from './group-store';
 
 export interface Accepted {
   id: string;
@@ -27,9 +27,10 @@ export interface AcceptOptions {
 
 /**
  * Authenticates the request and stores its prepared messages (the outbox) in one statement shared
- * with concurrent requests (see GroupStore), then wakes the dispatcher that starts their workflows. Throws 401 or 429 when the
- * key is unknown or over its rate; answers each item with its stored id, a replay of an earlier
- * message with the same idempotency key, or its own error (the sender domain).
+ * with concurrent requests (see GroupStore), then wakes the dispatcher that starts their
+ * workflows. Throws 401 or 429 when the key is unknown or over its rate; answers each item with
+ * its stored id, a replay of an earlier message with the same idempotency key, or its own error
+ * (the sender domain).
  *
  * Idempotency keys are unique per organization in the database, so concurrent duplicates resolve
  * to one message. A replay of a message stored but never queued queues it.
@@ -37,9 +38,9 @@ export interface AcceptOptions {
 export async function acceptEmails(deps: AcceptDeps, credentials: Credentials, items: PreparedEmail[], opts: AcceptOptions): Promise<(Accepted | ApiError)[]> {
   const results: (Accepted | ApiError)[] = new Array(items.length);
   const now = new Date();
-  const emails: ({ id: string } & Record<string, unknown>)[] = [];
-  const recipients: { email_id: string }[] = [];
-  const attachments: { email_id: string }[] = [];
+  const emails: StoreRequest['emails'] = [];
+  const recipients: StoreRequest['recipients'] = [];
+  const attachments: StoreRequest['attachments'] = [];
   /** Index of the item that claimed each idempotency key in this request. */
   const claimed = new Map<string, number>();
   const byId = new Map<string, number>();
@@ -71,9 +72,9 @@ export async function acceptEmails(deps: AcceptDeps, credentials: Credentials, i
       scheduled_at: item.scheduledAt?.toISOString() ?? null,
       idempotency_key: key,
     });
-    for (const r of item.recipients) recipients.push({ id: uuidv7(), email_id: id, address: r.address, field: r.field } as { email_id: string });
+    for (const r of item.recipients) recipients.push({ id: uuidv7(), email_id: id, address: r.address, field: r.field });
     item.attachments.forEach((a, position) => {
-      attachments.push({ id: uuidv7(), email_id: id, position, filename: a.filename, content_type: a.contentType, size: a.content.length, content: a.content.toString('base64') } as { email_id: string });
+      attachments.push({ id: uuidv7(), email_id: id, position, filename: a.filename, content_type: a.contentType, size: a.content.length, content: a.content.toString('base64') });
     });
   });
 

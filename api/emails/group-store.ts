@@ -3,14 +3,17 @@ import { runPrepared } from '../../db/prepared';
 import type { Logger } from '../../server/logger';
 import { STORE_EMAILS, type StoreResult } from './store-sql';
 
+/** A row for one of the store statement's JSON arrays, columns named as in store-sql.ts. */
+type Row<Key extends string> = Record<Key, string> & Record<string, unknown>;
+
 /** One send request: its credentials, its cost against the key's rate, and its rows. */
 export interface StoreRequest {
   tokenHash: string;
   cost: number;
   batch: boolean;
-  emails: { id: string }[];
-  recipients: { email_id: string }[];
-  attachments: { email_id: string }[];
+  emails: Row<'id'>[];
+  recipients: Row<'email_id'>[];
+  attachments: Row<'email_id'>[];
 }
 
 /** What became of one request. */

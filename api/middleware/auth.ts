@@ -38,9 +38,10 @@ export const DEFAULT_RATE_LIMIT = 10;
 const TOKEN_RE = /^svc_(live|test)_[A-Za-z0-9_-]{20,100}$/;
 
 /**
- * The key and its rate charge, as two CTEs (`k`, `charged`). Parameters: $1 the token's SHA-256,
- * $2 the cost, $3 whether a batch's admission applies. (Sends are charged by the statement that
- * stores them instead, api/emails/store-sql.ts, by the same rules.)
+ * Authentication with the rate charge, returning the key and its organization. Parameters: $1 the
+ * token's SHA-256, $2 the cost, $3 whether a batch's admission applies. (Sends are authenticated
+ * and charged by the statement that stores them instead, api/emails/store-sql.ts, by the same
+ * admission rules; there a send refused for its rate still counts within its second.)
  *
  * The key is found by the token's SHA-256 (the current token, or the previous one within 24 h of
  * a rotation), and the charge lands on the key's one-second window in key_rate_windows. The
@@ -51,8 +52,8 @@ const TOKEN_RE = /^svc_(live|test)_[A-Za-z0-9_-]{20,100}$/;
  * one per message (up to 100); it passes when the window is empty (so a batch sent in an empty
  * second always passes, even at the default cap of 10) or when it still fits under the key's cap.
  */
-const KEY_AND_CHARGE_CTES = `
-k as (
+const AUTH: PreparedStatement = { name: 'auth_v2', text: `
+with k as (
   select * from api_keys
    where (token_hash = $1 or (previous_token_hash = $1 and previous_token_expires_at > now())) and revoked_at is null
 ), charged as (
@@ -65,11 +66,7 @@ k as (
       or w.used + excluded.used <= (select coalesce(rate_limit, ${DEFAULT_RATE_LIMIT}) from k)
       or ($3::boolean and w.used = 0)
   returning w.window_start, w.used
-)`;
-
-/** Authentication with the rate charge, returning the key and its organization. */
-const AUTH: PreparedStatement = { name: 'auth_v2', text: `
-with ${KEY_AND_CHARGE_CTES}
+)
 select k.id, k.organization_id, k.name, k.permission, k.mode, k.domain_ids, k.rate_limit, o.name as org_name, o.plan,
        exists (select 1 from charged) as charged
   from k join organizations o on o.id = k.organization_id` };
