@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import path from 'node:path';
 import pino from 'pino';
-import { readConfig } from '../server/config';
+import { readConfig, verificationTiming } from '../server/config';
 import { createLogger } from '../server/logger';
 import { openDatabase } from '../server/database';
 import { startService } from '../server/service';
@@ -209,10 +209,10 @@ async function main(argv: string[]): Promise<void> {
       const stream = oneOf<Stream>('stream', values.stream, ['transactional', 'bulk'], 'transactional');
       return withDb(async (db) => {
         const config = readConfig();
-        // Without --verified the domain gets a DKIM key and records to publish; verify it with
-        // POST /api/v1/domains/:id/verify once they are in DNS.
+        // Without --verified the domain gets a DKIM key and records to publish; the running
+        // service checks its DNS for DOMAIN_VERIFY_WINDOW_HOURS, like a domain made by POST /domains.
         const identity = values.verified ? undefined : identityDeps(config);
-        const d = await createDomain(db.orm, org, name, { stream, verified: values.verified, identity });
+        const d = await createDomain(db.orm, org, name, { stream, verified: values.verified, identity, verifyWindowMs: verificationTiming(config).windowMs });
         out({ id: d.id, name: d.name, status: d.status, stream: d.stream, ...(identity ? { records: d.records.map(({ purpose, type, name: n, value }) => ({ purpose, type, name: n, value })) } : {}) });
       });
     }

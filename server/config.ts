@@ -46,6 +46,8 @@ export interface Config {
   domainVerifyFirstDelaySeconds: number;
   /** DOMAIN_VERIFY_WINDOW_HOURS: how long a new domain is re-checked before it waits for "verify now". */
   domainVerifyWindowHours: number;
+  /** DOMAIN_VERIFY_SWEEP_SECONDS: how often pending domains get their verification loop (re)started if it is not running. */
+  domainVerifySweepSeconds: number;
 }
 
 export interface TemporalConfig {
@@ -98,6 +100,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     platformMailDomain: env.PLATFORM_MAIL_DOMAIN || 'mail.svc.test',
     domainVerifyFirstDelaySeconds: int('DOMAIN_VERIFY_FIRST_DELAY_SECONDS', 60, env),
     domainVerifyWindowHours: int('DOMAIN_VERIFY_WINDOW_HOURS', 72, env),
+    domainVerifySweepSeconds: int('DOMAIN_VERIFY_SWEEP_SECONDS', 60, env),
   };
 }
 
@@ -112,4 +115,9 @@ function readTemporalConfig(env: NodeJS.ProcessEnv): TemporalConfig {
     deliveryTaskQueue: env.TEMPORAL_DELIVERY_TASK_QUEUE || `${taskQueue}-delivery`,
     confirmationWindowMs: int('CONFIRMATION_WINDOW_HOURS', 72, env) * 3_600_000,
   };
+}
+
+/** The DomainVerification loop's timing, from the configuration. */
+export function verificationTiming(config: Pick<Config, 'domainVerifyFirstDelaySeconds' | 'domainVerifyWindowHours'>) {
+  return { firstDelayMs: config.domainVerifyFirstDelaySeconds * 1000, maxDelayMs: 3_600_000, windowMs: config.domainVerifyWindowHours * 3_600_000 };
 }

@@ -27,7 +27,11 @@ export interface DomainIdentityDeps {
 export function newDomain(
   organizationId: string,
   name: string,
-  opts: { stream?: Stream; verified?: boolean; dnsProvider?: string; identity?: DomainIdentityDeps; now?: Date },
+  opts: {
+    stream?: Stream; verified?: boolean; dnsProvider?: string; identity?: DomainIdentityDeps; now?: Date;
+    /** With an identity: how long its verification loop re-checks DNS (the first generation's window). */
+    verifyWindowMs?: number;
+  },
 ): Domain {
   const now = opts.now ?? new Date();
   const lower = name.toLowerCase();
@@ -39,6 +43,7 @@ export function newDomain(
       ? {
           dkimSelector: identity.selector, dkimPublicKey: identity.publicKey, dkimPrivateKeyEnc: opts.identity!.secrets.encrypt(identity.privateKeyPem),
           returnPathHost: identity.returnPathHost, records: identity.records,
+          ...(opts.verifyWindowMs ? { verificationGeneration: 1, verifyingUntil: new Date(now.getTime() + opts.verifyWindowMs) } : {}),
         }
       : {}),
   });
@@ -49,7 +54,7 @@ export async function createDomain(
   orm: Orm,
   organizationId: string,
   name: string,
-  opts: { stream?: Stream; verified?: boolean; identity?: DomainIdentityDeps } = {},
+  opts: { stream?: Stream; verified?: boolean; identity?: DomainIdentityDeps; verifyWindowMs?: number } = {},
 ): Promise<Domain> {
   const em = orm.em.fork();
   await em.findOneOrFail(Organization, { id: organizationId }, { failHandler: () => new Error(`organization ${organizationId} does not exist`) });

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import type { Config } from './config';
+import { verificationTiming, type Config } from './config';
 import { createLogger, type Logger } from './logger';
 import { openDatabase, type Database } from './database';
 import { openOrm } from '../db/orm';
@@ -13,6 +13,7 @@ import { startTemporalEngine, temporalSettings } from '../worker/temporal-engine
 import type { Engine } from '../worker/engine';
 import { createApp } from '../api/app';
 import { Dispatcher } from '../worker/dispatcher';
+import { DomainVerificationSweep } from '../worker/domain-sweep';
 import { identityDeps } from './domain-identity';
 import { createDnsResolver } from '../activities/dns';
 
@@ -70,11 +71,13 @@ export async function startService(config: Config, opts: { log?: Logger; mailer?
   }
   const dispatcher = new Dispatcher(workerOrm, engine, log.child({ component: 'dispatcher' }));
   dispatcher.start();
+  const sweep = new DomainVerificationSweep(workerOrm, engine, verificationTiming(config), log.child({ component: 'domain-sweep' }), config.domainVerifySweepSeconds * 1000);
+  sweep.start();
   const app = createApp({
     orm: db.orm, engine, log, maxBodyBytes: config.maxBodyBytes, inbox: inbox ?? undefined, dispatch: () => dispatcher.kick(),
     domains: {
       secrets, dns, platform, clock: { now: () => new Date() },
-      verification: { firstDelayMs: config.domainVerifyFirstDelaySeconds * 1000, maxDelayMs: 3_600_000, windowMs: config.domainVerifyWindowHours * 3_600_000 },
+      verification: verificationTiming(config),
     },
   });
   handler = app.callback();
@@ -94,6 +97,7 @@ export async function startService(config: Config, opts: { log?: Logger; mailer?
         server.closeAllConnections();
       });
       await dispatcher.stop();
+      await sweep.stop();
       await engine.stop();
       await workerOrm.close();
       mailer?.close();

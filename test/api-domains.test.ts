@@ -5,6 +5,8 @@ import { sharedService, newTenant, type TestEnv, type Tenant } from './support/s
 import { request } from './support/http';
 import { waitFor } from './support/wait';
 import { createKey, createDomain } from '../server/provisioning';
+import { svcJson } from './support/child';
+import { tempDir } from './support/pg';
 
 interface RecordView {
   purpose: string;
@@ -70,6 +72,18 @@ describe('API: domains, DKIM and DNS verification', function () {
     const stored = await env.service.db.orm.em.fork().getConnection().execute('select dkim_private_key_enc as k from domains where id = ?', [d.id]);
     assert.match(stored[0].k, /^v1:/);
     assert.equal(stored[0].k.includes('PRIVATE KEY'), false, 'stored encrypted');
+  });
+
+  it('verifies a domain that svc domain create made, with no "verify now": the running service starts its loop', async () => {
+    const name = fresh();
+    const made = await svcJson(['domain', 'create', '--org', t.orgId, '--name', name], { DATABASE_URL: env.service.db.url, DATA_DIR: tempDir('svc-cli') });
+    assert.equal(made.status, 'pending');
+    publish(made.records.map((r: Omit<RecordView, 'required' | 'status' | 'observed'>) => ({ ...r, required: true, status: 'missing', observed: null })), { skip: ['dmarc'] });
+    const done = await waitFor(async () => {
+      const got = await t.call('GET', `/api/v1/domains/${made.id}`, { as: 'admin' });
+      return got.body.status === 'verified' ? got.body : undefined;
+    }, 'the sweep to start the loop and the loop to verify', 30_000);
+    assert.ok(done.verified_at);
   });
 
   it('verifies by itself once every required record is published, recording what it observed', async () => {

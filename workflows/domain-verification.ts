@@ -3,6 +3,9 @@ import type { DomainVerificationActivities } from '../activities/domain-verifica
 
 export const DOMAIN_VERIFICATION_WORKFLOW = 'DomainVerification';
 
+/** One loop per domain and generation: "verify now" after the window ended starts a new generation. */
+export const verificationWorkflowId = (domainId: string, generation: number) => `domain-verification:${domainId}:${generation}`;
+
 export interface DomainVerificationInput {
   domainId: string;
   /** Wait before the second check; doubles each round up to maxDelayMs. */

@@ -1,4 +1,5 @@
 import Router from '@koa/router';
+import { verificationWorkflowId } from '../../workflows/domain-verification';
 import type Koa from 'koa';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { Orm } from '../../db/orm';
@@ -55,9 +56,9 @@ export function domainRoutes(deps: DomainRoutesDeps): Router {
   /** One verification loop per generation: a restart after the window gets a new workflow id. */
   async function startLoop(domain: Domain): Promise<void> {
     try {
-      await deps.engine.startDomainVerification(`domain-verification:${domain.id}:${domain.verificationGeneration}`, { domainId: domain.id, ...deps.domains.verification });
+      await deps.engine.startDomainVerification(verificationWorkflowId(domain.id, domain.verificationGeneration), { domainId: domain.id, ...deps.domains.verification });
     } catch (err) {
-      // The domain is stored; "verify now" starts the loop again.
+      // The domain is stored; the verification sweep (or "verify now") starts the loop later.
       deps.log.error({ err, domainId: domain.id }, 'could not start domain verification');
     }
   }
@@ -77,10 +78,7 @@ export function domainRoutes(deps: DomainRoutesDeps): Router {
       throw new ApiError(409, 'domain_exists', `${body.name} is already a domain of this organization`);
     }
     const now = deps.domains.clock.now();
-    const domain = Object.assign(newDomain(a.organization.id, body.name, { stream: body.stream, dnsProvider: body.dns_provider, identity: deps.domains, now }), {
-      verificationGeneration: 1,
-      verifyingUntil: new Date(now.getTime() + deps.domains.verification.windowMs),
-    });
+    const domain = newDomain(a.organization.id, body.name, { stream: body.stream, dnsProvider: body.dns_provider, identity: deps.domains, now, verifyWindowMs: deps.domains.verification.windowMs });
     em.persist(domain);
     audit(em, a, 'domain.created', { type: 'domain', id: domain.id }, { name: domain.name, stream: domain.stream });
     try {

@@ -43,7 +43,7 @@ export function sharedService(): Promise<TestEnv> {
       const dnsServer = await dns.start();
       const databaseUrl = await newDatabase('svc_api');
       const service = await startService(
-        testConfig({ databaseUrl, smtpUrl, dnsServers: [dnsServer], domainVerifyFirstDelaySeconds: 1, domainVerifyWindowHours: 30 / 3600 }),
+        testConfig({ databaseUrl, smtpUrl, dnsServers: [dnsServer], domainVerifyFirstDelaySeconds: 1, domainVerifyWindowHours: 30 / 3600, domainVerifySweepSeconds: 1 }),
         { log: pino({ level: process.env.TEST_LOG_LEVEL || 'silent' }) },
       );
       return { service, sink, dns, url: service.url };

@@ -1,0 +1,66 @@
+import type { Orm } from '../db/orm';
+import { Domain } from '../db/entities';
+import type { Engine } from './engine';
+import type { Logger } from '../server/logger';
+import { verificationWorkflowId, type DomainVerificationInput } from '../workflows/domain-verification';
+
+/**
+ * Starts the verification loop of every pending domain still within its window, at boot and then
+ * every few seconds. Starting a loop that runs, or ran, is a no-op (its workflow id names the
+ * domain and the loop's generation). So this starts the loops of domains that `svc domain create`
+ * made, from any process, and recovers a start that failed after POST /domains committed.
+ */
+export class DomainVerificationSweep {
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<void>;
+  private stopped = false;
+
+  constructor(
+    private readonly orm: Orm,
+    private readonly engine: Engine,
+    private readonly timing: Omit<DomainVerificationInput, 'domainId'>,
+    private readonly log: Logger,
+    private readonly intervalMs: number,
+  ) {}
+
+  start(): void {
+    const tick = () => {
+      if (this.stopped) return;
+      this.running = this.runOnce()
+        .then(() => undefined)
+        .catch((err) => this.log.error({ err }, 'domain verification sweep failed; retrying on the next tick'))
+        .finally(() => {
+          this.running = undefined;
+          if (this.stopped) return;
+          this.timer = setTimeout(tick, this.intervalMs);
+          this.timer.unref();
+        });
+    };
+    tick();
+  }
+
+  /** One pass; returns the ids of the domains whose loop it (re)started or found running. */
+  async runOnce(): Promise<string[]> {
+    const pending = await this.orm.em.fork().find(
+      Domain,
+      { status: 'pending', deletedAt: null, verifyingUntil: { $gt: new Date() } },
+      { fields: ['id', 'verificationGeneration'], orderBy: { createdAt: 'asc' } },
+    );
+    const started: string[] = [];
+    for (const d of pending) {
+      try {
+        await this.engine.startDomainVerification(verificationWorkflowId(d.id, d.verificationGeneration), { domainId: d.id, ...this.timing });
+        started.push(d.id);
+      } catch (err) {
+        this.log.error({ err, domainId: d.id }, 'could not start domain verification; retried on the next sweep');
+      }
+    }
+    return started;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+  }
+}
