@@ -49,7 +49,7 @@ export function newDomain(
   });
 }
 
-/** `svc domain create` and first-run setup; verification of a pending one runs on "verify now". */
+/** `svc domain create` and first-run setup; the running service's verification sweep checks a pending one. */
 export async function createDomain(
   orm: Orm,
   organizationId: string,

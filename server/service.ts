@@ -69,15 +69,16 @@ export async function startService(config: Config, opts: { log?: Logger; mailer?
       sendRatePerSecond: config.sendRatePerSecond, workerConcurrency: config.workerConcurrency,
     });
   }
+  const timing = verificationTiming(config);
   const dispatcher = new Dispatcher(workerOrm, engine, log.child({ component: 'dispatcher' }));
   dispatcher.start();
-  const sweep = new DomainVerificationSweep(workerOrm, engine, verificationTiming(config), log.child({ component: 'domain-sweep' }), config.domainVerifySweepSeconds * 1000);
+  const sweep = new DomainVerificationSweep(workerOrm, engine, timing, log.child({ component: 'domain-sweep' }), config.domainVerifySweepSeconds * 1000);
   sweep.start();
   const app = createApp({
     orm: db.orm, engine, log, maxBodyBytes: config.maxBodyBytes, inbox: inbox ?? undefined, dispatch: () => dispatcher.kick(),
     domains: {
       secrets, dns, platform, clock: { now: () => new Date() },
-      verification: verificationTiming(config),
+      verification: timing,
     },
   });
   handler = app.callback();

@@ -16,7 +16,6 @@ const FULL_RETRY_MS = 250;
 const MODES: KeyMode[] = ['live', 'test'];
 
 interface Pass {
-  started: number;
   /** A claim hit its batch limit: more rows are waiting and there is room for them. */
   more: boolean;
   /** Rows are waiting but a queue had no room. */
@@ -97,7 +96,7 @@ export class Dispatcher {
     return this.orm.em.fork().transactional(async (em) => {
       const now = new Date();
       const due = { $or: [{ scheduledAt: null }, { scheduledAt: { $lte: now } }] };
-      const pass: Pass = { started: 0, more: false, full: false };
+      const pass: Pass = { more: false, full: false };
       // Scheduled for later: a delayed start in the engine, which takes no queue room.
       const batches: Claimed[][] = [await claim(em, { scheduledAt: { $gt: now } }, { scheduledAt: 'asc' }, BATCH)];
       for (const mode of MODES) {
@@ -125,7 +124,6 @@ export class Dispatcher {
           try {
             await this.engine.startSendEmail(job);
             done.push(job.emailId);
-            pass.started++;
           } catch (err) {
             this.log.error({ err, emailId: job.emailId }, 'could not start SendEmail; retried on the next pass');
           }

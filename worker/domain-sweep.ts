@@ -5,6 +5,16 @@ import type { Logger } from '../server/logger';
 import { verificationWorkflowId, type DomainVerificationInput } from '../workflows/domain-verification';
 
 /**
+ * Starts a domain's verification loop, one per generation: a restart after the window ended gets a
+ * new workflow id. Starting a loop that runs, or ran, is a no-op. Used by the API and the sweep.
+ */
+export function startVerificationLoop(engine: Engine, domain: Pick<Domain, 'id' | 'verificationGeneration'>, timing: VerificationTiming): Promise<void> {
+  return engine.startDomainVerification(verificationWorkflowId(domain.id, domain.verificationGeneration), { domainId: domain.id, ...timing });
+}
+
+type VerificationTiming = Omit<DomainVerificationInput, 'domainId'>;
+
+/**
  * Starts the verification loop of every pending domain still within its window, at boot and then
  * every few seconds. Starting a loop that runs, or ran, is a no-op (its workflow id names the
  * domain and the loop's generation). So this starts the loops of domains that `svc domain create`
@@ -18,7 +28,7 @@ export class DomainVerificationSweep {
   constructor(
     private readonly orm: Orm,
     private readonly engine: Engine,
-    private readonly timing: Omit<DomainVerificationInput, 'domainId'>,
+    private readonly timing: VerificationTiming,
     private readonly log: Logger,
     private readonly intervalMs: number,
   ) {}
@@ -49,7 +59,7 @@ export class DomainVerificationSweep {
     const started: string[] = [];
     for (const d of pending) {
       try {
-        await this.engine.startDomainVerification(verificationWorkflowId(d.id, d.verificationGeneration), { domainId: d.id, ...this.timing });
+        await startVerificationLoop(this.engine, d, this.timing);
         started.push(d.id);
       } catch (err) {
         this.log.error({ err, domainId: d.id }, 'could not start domain verification; retried on the next sweep');

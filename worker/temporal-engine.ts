@@ -18,15 +18,15 @@ export function temporalSettings(config: Config): TemporalSettings {
   return { ...config.temporal, retryBaseSeconds: config.retryBaseSeconds };
 }
 
-/**
- * The API's side of the Temporal engine: starts and signals workflows through @temporalio/client.
- * Workflows run in `svc worker` processes (worker/temporal-worker.ts).
- */
 /** Temporal only: a `sent` message's workflow waits for this signal during its confirmation window. */
 export interface TemporalEngine extends Engine {
   signalCloseUnconfirmed(emailId: string): Promise<void>;
 }
 
+/**
+ * The API's side of the Temporal engine: starts and signals workflows through @temporalio/client.
+ * Workflows run in `svc worker` processes (worker/temporal-worker.ts).
+ */
 export async function startTemporalEngine(settings: TemporalSettings, log: Logger): Promise<TemporalEngine> {
   const connection = await Connection.connect(settings.connection as ConnectionOptions).catch((err: Error) => {
     throw new Error(`cannot reach Temporal at ${settings.connection.address} (TEMPORAL_ADDRESS): ${err.message}`);
@@ -45,6 +45,23 @@ export async function startTemporalEngine(settings: TemporalSettings, log: Logge
     }
   }
 
+  /**
+   * Workflow id = email id (or domain loop id): a repeated start (dispatcher retry, replayed
+   * idempotency key, verification sweep) joins the running workflow, and a finished one is never
+   * run again.
+   */
+  async function start(workflowType: string, workflowId: string, input: unknown): Promise<void> {
+    try {
+      await client.workflow.start(workflowType, {
+        taskQueue: settings.taskQueue, workflowId, args: [input],
+        workflowIdConflictPolicy: 'USE_EXISTING', workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      });
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) return;
+      throw err;
+    }
+  }
+
   return {
     name: 'temporal',
     // Temporal task queues hold any backlog durably and cheaply; the outbox need not hold it back.
@@ -57,32 +74,9 @@ export async function startTemporalEngine(settings: TemporalSettings, log: Logge
         ...(job.mode === 'live' ? { deliveryTaskQueue: settings.deliveryTaskQueue } : {}),
         ...(settings.confirmationWindowMs > 0 ? { confirmationWindowMs: settings.confirmationWindowMs } : {}),
       };
-      try {
-        await client.workflow.start(SEND_EMAIL_WORKFLOW, {
-          taskQueue: settings.taskQueue,
-          workflowId: job.emailId,
-          args: [input],
-          // Workflow id = email id: a repeated start (dispatcher retry, replayed idempotency key)
-          // joins the running workflow, and a finished one is never run again.
-          workflowIdConflictPolicy: 'USE_EXISTING',
-          workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        });
-      } catch (err) {
-        if (err instanceof WorkflowExecutionAlreadyStartedError) return;
-        throw err;
-      }
+      await start(SEND_EMAIL_WORKFLOW, job.emailId, input);
     },
-    async startDomainVerification(workflowId, input) {
-      try {
-        await client.workflow.start(DOMAIN_VERIFICATION_WORKFLOW, {
-          taskQueue: settings.taskQueue, workflowId, args: [input],
-          workflowIdConflictPolicy: 'USE_EXISTING', workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        });
-      } catch (err) {
-        if (err instanceof WorkflowExecutionAlreadyStartedError) return;
-        throw err;
-      }
-    },
+    startDomainVerification: (workflowId, input) => start(DOMAIN_VERIFICATION_WORKFLOW, workflowId, input),
     signalCancel: (emailId) => signal(emailId, CANCEL_SIGNAL),
     signalCloseUnconfirmed: (emailId) => signal(emailId, CLOSE_UNCONFIRMED_SIGNAL),
     ready: () => running,

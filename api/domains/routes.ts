@@ -1,10 +1,10 @@
 import Router from '@koa/router';
-import { verificationWorkflowId } from '../../workflows/domain-verification';
 import type Koa from 'koa';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { Orm } from '../../db/orm';
 import { Domain } from '../../db/entities';
 import type { Engine } from '../../worker/engine';
+import { startVerificationLoop } from '../../worker/domain-sweep';
 import type { Logger } from '../../server/logger';
 import type { Secrets } from '../../server/secrets';
 import { isUuid } from '../../server/ids';
@@ -53,10 +53,9 @@ export function domainRoutes(deps: DomainRoutesDeps): Router {
     return domain;
   }
 
-  /** One verification loop per generation: a restart after the window gets a new workflow id. */
   async function startLoop(domain: Domain): Promise<void> {
     try {
-      await deps.engine.startDomainVerification(verificationWorkflowId(domain.id, domain.verificationGeneration), { domainId: domain.id, ...deps.domains.verification });
+      await startVerificationLoop(deps.engine, domain, deps.domains.verification);
     } catch (err) {
       // The domain is stored; the verification sweep (or "verify now") starts the loop later.
       deps.log.error({ err, domainId: domain.id }, 'could not start domain verification');
@@ -74,9 +73,6 @@ export function domainRoutes(deps: DomainRoutesDeps): Router {
       ]);
     }
     const em = orm.em.fork();
-    if (await em.count(Domain, { organizationId: a.organization.id, name: body.name, deletedAt: null })) {
-      throw new ApiError(409, 'domain_exists', `${body.name} is already a domain of this organization`);
-    }
     const now = deps.domains.clock.now();
     const domain = newDomain(a.organization.id, body.name, { stream: body.stream, dnsProvider: body.dns_provider, identity: deps.domains, now, verifyWindowMs: deps.domains.verification.windowMs });
     em.persist(domain);
@@ -84,6 +80,7 @@ export function domainRoutes(deps: DomainRoutesDeps): Router {
     try {
       await em.flush();
     } catch (err) {
+      // The partial unique index on (organization, name) of undeleted domains decides.
       if (err instanceof UniqueConstraintViolationException) throw new ApiError(409, 'domain_exists', `${body.name} is already a domain of this organization`);
       throw err;
     }

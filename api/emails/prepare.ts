@@ -1,6 +1,6 @@
-import { ValidationError } from 'yup';
 import type { Tag } from '../../db/entities';
-import { ApiError, validationError, fromYup } from '../errors';
+import { ApiError, validationError } from '../errors';
+import { validate } from '../validate';
 import { parseAddress } from './address';
 import {
   sendEmailSchema, isPlainObject, RESERVED_HEADERS, DROPPED_HEADERS, MAX_RECIPIENTS, MAX_ATTACHMENT_BYTES, MAX_SCHEDULE_AHEAD_MS,
@@ -62,12 +62,7 @@ export function prepareEmail(input: unknown, opts: PrepareOptions): PreparedEmai
         reserved.map((h) => ({ field: `headers.${h}`, message: `${h} is set by the service` })));
     }
   }
-  let body: SendEmailBody;
-  try {
-    body = sendEmailSchema.validateSync(input, { abortEarly: false, stripUnknown: false });
-  } catch (e) {
-    throw e instanceof ValidationError ? fromYup(e) : e;
-  }
+  const body: SendEmailBody = validate(sendEmailSchema, input);
   if (body.html === undefined && body.text === undefined) {
     throw validationError('html or text (or both) is required', [{ field: 'html', message: 'html or text is required' }]);
   }

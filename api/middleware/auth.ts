@@ -5,7 +5,7 @@ import type { ApiKey, Organization, Permission } from '../../db/entities';
 import { ApiError } from '../errors';
 import { runPrepared, type PreparedStatement } from '../../db/prepared';
 
-/** What a request knows of its key, organization and domains: read-only, not managed entities. */
+/** What a request knows of its key and organization: read-only rows, not managed entities. */
 export type AuthKey = Pick<ApiKey, 'id' | 'organizationId' | 'name' | 'permission' | 'mode' | 'domainIds' | 'rateLimit'>;
 export type AuthOrganization = Pick<Organization, 'id' | 'name' | 'plan'>;
 
@@ -134,10 +134,6 @@ const RANK: Record<Permission, number> = { send: 0, full: 1, admin: 2 };
 /** Tiers are ordered: FULL can do what SEND can, ADMIN what FULL can. */
 export function requirePermission(permission: Permission): Koa.Middleware {
   return async (ctx, next) => {
-    if (!ctx.state.auth && ctx.state.credentials && permission === 'send') {
-      // Authentication is left to the store statement; every key, of any tier, may send.
-      return next();
-    }
     const { key } = ctx.state.auth as AuthState;
     if (permission === 'admin' && key.mode === 'test') {
       throw new ApiError(403, 'test_key_not_allowed', 'test keys cannot use management endpoints');
