@@ -16,5 +16,9 @@ export class TransientDeliveryError extends Error {
 }
 
 export function isNonRetryable(err: unknown): boolean {
-  return !!err && typeof err === 'object' && ((err as { nonRetryable?: boolean }).nonRetryable === true || (err as Error).name === 'PermanentFailure');
+  return (
+    !!err &&
+    typeof err === 'object' &&
+    ((err as { nonRetryable?: boolean }).nonRetryable === true || (err as Error).name === 'PermanentFailure')
+  );
 }

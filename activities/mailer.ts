@@ -33,7 +33,11 @@ export interface SendOutcome {
 
 /** A reply that refused the whole transaction (MAIL FROM, DATA, or every RCPT). */
 export class SmtpTransactionError extends Error {
-  constructor(message: string, readonly code: number | null, readonly rejected: RecipientRejection[] = []) {
+  constructor(
+    message: string,
+    readonly code: number | null,
+    readonly rejected: RecipientRejection[] = [],
+  ) {
     super(message);
     this.name = 'SmtpTransactionError';
   }
@@ -87,7 +91,9 @@ export function createSmtpMailer(url: string, finalDestination: boolean): Mailer
       };
       try {
         const info = await transport.sendMail(mail);
-        const accepted = (info.accepted as (string | { address: string })[]).map((a) => (typeof a === 'string' ? a : a.address).toLowerCase());
+        const accepted = (info.accepted as (string | { address: string })[]).map((a) =>
+          (typeof a === 'string' ? a : a.address).toLowerCase(),
+        );
         return { accepted, rejected: rejections((info as unknown as SmtpErrorShape).rejectedErrors) };
       } catch (e) {
         const err = e as SmtpErrorShape;

@@ -4,10 +4,7 @@ export interface LoadForSendResult {
   scheduledAtMs: number | null;
 }
 
-export type ClaimResult =
-  | { outcome: 'claimed' }
-  | { outcome: 'not_queued'; status: string }
-  | { outcome: 'deferred'; untilMs: number };
+export type ClaimResult = { outcome: 'claimed' } | { outcome: 'not_queued'; status: string } | { outcome: 'deferred'; untilMs: number };
 
 export interface DeliverResult {
   status: string;

@@ -28,7 +28,11 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
   const { orm, mailer, clock, log, secrets } = deps;
 
   function event(email: Email, type: EventType, recipient: string, extra: Partial<EmailEvent> = {}): EmailEvent {
-    return Object.assign(new EmailEvent(), { emailId: email.id, organizationId: email.organizationId, type, recipient, at: clock.now() }, extra);
+    return Object.assign(
+      new EmailEvent(),
+      { emailId: email.id, organizationId: email.organizationId, type, recipient, at: clock.now() },
+      extra,
+    );
   }
 
   /** The message's status from its recipients, already loaded and updated by the caller. */
@@ -123,7 +127,12 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
     }
     await em.flush();
     if (retryLater > 0) {
-      throw new TransientDeliveryError(`${retryLater} recipient(s) temporarily refused: ${rejected.map((r) => r.response).join('; ').slice(0, 500)}`);
+      throw new TransientDeliveryError(
+        `${retryLater} recipient(s) temporarily refused: ${rejected
+          .map((r) => r.response)
+          .join('; ')
+          .slice(0, 500)}`,
+      );
     }
   }
 
@@ -140,7 +149,14 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
   async function suppress(em: EntityManager, email: Email, address: string): Promise<void> {
     await em.upsert(
       Suppression,
-      { id: uuidv7(), organizationId: email.organizationId, email: address, reason: 'hard_bounce', sourceEmailId: email.id, createdAt: clock.now() },
+      {
+        id: uuidv7(),
+        organizationId: email.organizationId,
+        email: address,
+        reason: 'hard_bounce',
+        sourceEmailId: email.id,
+        createdAt: clock.now(),
+      },
       { onConflictFields: ['organizationId', 'email'], onConflictAction: 'ignore' },
     );
   }

@@ -7,9 +7,23 @@ import type { AuthState } from './middleware/auth';
  * Records a management write in the organization's audit log, naming the key. Persisted on the
  * caller's EntityManager so it commits (or not) with the change itself.
  */
-export function audit(em: EntityManager, a: AuthState, action: string, target: { type: string; id: string }, details: Record<string, unknown> = {}): void {
-  em.persist(Object.assign(new AuditEntry(), {
-    id: uuidv7(), organizationId: a.organization.id, apiKeyId: a.key.id, action,
-    targetType: target.type, targetId: target.id, details, createdAt: new Date(),
-  }));
+export function audit(
+  em: EntityManager,
+  a: AuthState,
+  action: string,
+  target: { type: string; id: string },
+  details: Record<string, unknown> = {},
+): void {
+  em.persist(
+    Object.assign(new AuditEntry(), {
+      id: uuidv7(),
+      organizationId: a.organization.id,
+      apiKeyId: a.key.id,
+      action,
+      targetType: target.type,
+      targetId: target.id,
+      details,
+      createdAt: new Date(),
+    }),
+  );
 }

@@ -20,7 +20,11 @@ export function validate<S extends AnySchema>(schema: S, value: unknown): InferT
  */
 export function validateQuery<S extends ObjectSchema<AnyObject>>(schema: S, query: Record<string, unknown>): InferType<S> {
   const unknown = Object.keys(query).filter((k) => !(k in schema.fields));
-  if (unknown.length) throw validationError(`unknown query parameter(s): ${unknown.join(', ')}`, unknown.map((k) => ({ field: k, message: 'unknown parameter' })));
+  if (unknown.length)
+    throw validationError(
+      `unknown query parameter(s): ${unknown.join(', ')}`,
+      unknown.map((k) => ({ field: k, message: 'unknown parameter' })),
+    );
   if (Object.values(query).some((v) => Array.isArray(v))) throw validationError('each query parameter may appear once');
   return validate(schema, { ...query });
 }

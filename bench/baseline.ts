@@ -7,7 +7,9 @@ import { Pool } from 'pg';
 /** The yardstick: a bare Koa route that parses JSON and does one PostgreSQL insert. */
 export async function startBaseline(databaseUrl: string, poolSize: number): Promise<{ url: string; stop: () => Promise<void> }> {
   const pool = new Pool({ connectionString: databaseUrl, max: poolSize });
-  await pool.query('create table if not exists bench_baseline (id bigserial primary key, body jsonb not null, created_at timestamptz not null default now())');
+  await pool.query(
+    'create table if not exists bench_baseline (id bigserial primary key, body jsonb not null, created_at timestamptz not null default now())',
+  );
   const app = new Koa();
   const router = new Router();
   router.post('/baseline', async (ctx) => {

@@ -5,7 +5,13 @@
 import http from 'node:http';
 
 /** Tokens are used in turn, request by request, so a per-key rate cap does not bound the measurement. */
-interface Args { url: string; tokens: string[]; body: string; concurrency: number; seconds: number }
+interface Args {
+  url: string;
+  tokens: string[];
+  body: string;
+  concurrency: number;
+  seconds: number;
+}
 
 async function main() {
   const a = JSON.parse(process.argv[2]) as Args;
@@ -20,7 +26,14 @@ async function main() {
     new Promise<void>((resolve) => {
       const t0 = process.hrtime.bigint();
       const req = http.request(
-        { agent, host: target.hostname, port: target.port, path: target.pathname, method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': body.length } },
+        {
+          agent,
+          host: target.hostname,
+          port: target.port,
+          path: target.pathname,
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': body.length },
+        },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c) => chunks.push(c));
@@ -43,13 +56,25 @@ async function main() {
     });
   const started = Date.now();
   let turn = 0;
-  await Promise.all(Array.from({ length: a.concurrency }, async () => {
-    while (Date.now() < deadline) await one(a.tokens[turn++ % a.tokens.length]);
-  }));
+  await Promise.all(
+    Array.from({ length: a.concurrency }, async () => {
+      while (Date.now() < deadline) await one(a.tokens[turn++ % a.tokens.length]);
+    }),
+  );
   const elapsed = (Date.now() - started) / 1000;
   latencies.sort((x, y) => x - y);
   const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? 0;
-  process.stdout.write(JSON.stringify({ requests: latencies.length, errors, firstError, seconds: elapsed, rps: latencies.length / elapsed, p50: pct(50), p99: pct(99) }) + '\n');
+  process.stdout.write(
+    JSON.stringify({
+      requests: latencies.length,
+      errors,
+      firstError,
+      seconds: elapsed,
+      rps: latencies.length / elapsed,
+      p50: pct(50),
+      p99: pct(99),
+    }) + '\n',
+  );
   agent.destroy();
 }
 

@@ -23,11 +23,28 @@ const POOL = 10;
 /** For iterating on one path: BENCH_ONLY=live-single skips the other service phases (BENCHMARKS.md is not written). */
 const ONLY = process.env.BENCH_ONLY;
 
-interface Result { requests: number; errors: number; firstError: string; seconds: number; rps: number; p50: number; p99: number }
+interface Result {
+  requests: number;
+  errors: number;
+  firstError: string;
+  seconds: number;
+  rps: number;
+  p50: number;
+  p99: number;
+}
 
 function load(url: string, tokens: string[], body: unknown, concurrency: number): Promise<Result> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(__dirname, 'load.ts'), JSON.stringify({ url, tokens, body: JSON.stringify(body), concurrency, seconds: SECONDS })], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(
+      process.execPath,
+      [
+        '--require',
+        'tsx/cjs',
+        path.join(__dirname, 'load.ts'),
+        JSON.stringify({ url, tokens, body: JSON.stringify(body), concurrency, seconds: SECONDS }),
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     let out = '';
     child.stdout.on('data', (c) => (out += c));
     child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`load generator exited ${code}`))));
@@ -50,7 +67,13 @@ async function main() {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'));
   const pg = process.env.DATABASE_URL ? null : await ensureEmbeddedPostgres(dataDir, log);
   const adminUrl = process.env.DATABASE_URL ?? pg!.url;
-  const message = { from: 'Bench <bench@bench.test>', to: 'someone@example.com', subject: 'Benchmark', text: 'hello', html: '<p>hello</p>' };
+  const message = {
+    from: 'Bench <bench@bench.test>',
+    to: 'someone@example.com',
+    subject: 'Benchmark',
+    text: 'hello',
+    html: '<p>hello</p>',
+  };
 
   log.info({ seconds: SECONDS, concurrency: SINGLE_CONCURRENCY }, 'phase 1/3: baseline (bare Koa route, one insert)');
   const baseline = await startBaseline(await newDb(adminUrl, 'bench_baseline'), POOL);
@@ -59,14 +82,31 @@ async function main() {
   await baseline.stop();
 
   // The outbound relay: a real SMTP server on loopback that accepts and discards.
-  const relay = new SMTPServer({ authOptional: true, disabledCommands: ['STARTTLS', 'AUTH'], logger: false, onData: (stream, _s, cb) => { stream.resume(); stream.on('end', () => cb()); } });
+  const relay = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS', 'AUTH'],
+    logger: false,
+    onData: (stream, _s, cb) => {
+      stream.resume();
+      stream.on('end', () => cb());
+    },
+  });
   await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', () => resolve()));
   const relayPort = (relay.server.address() as { port: number }).port;
 
   const runService = async (mode: 'live' | 'test') => {
     const svcUrl = await newDb(adminUrl, `bench_service_${mode}`);
     const service = await startService(
-      { ...readConfig({}), databaseUrl: svcUrl, port: 0, devSmtpPort: 0, dataDir, logLevel: 'warn', dbPoolSize: POOL, smtpUrl: `smtp://127.0.0.1:${relayPort}` },
+      {
+        ...readConfig({}),
+        databaseUrl: svcUrl,
+        port: 0,
+        devSmtpPort: 0,
+        dataDir,
+        logLevel: 'warn',
+        dbPoolSize: POOL,
+        smtpUrl: `smtp://127.0.0.1:${relayPort}`,
+      },
       { log: pino({ level: 'warn' }, pino.destination(2)) },
     );
     const org = await createOrganization(service.db.orm, 'Bench');
@@ -74,7 +114,8 @@ async function main() {
     // Keys at the highest cap (1000/s), used in turn: the per-key rate limit is charged on every
     // request, as in production, but must not be what the benchmark measures (a batch costs 100).
     const tokens: string[] = [];
-    for (let i = 0; i < SINGLE_CONCURRENCY; i++) tokens.push((await createKey(service.db.orm, org.id, { name: `bench-${i}`, permission: 'send', mode, rateLimit: 1000 })).token);
+    for (let i = 0; i < SINGLE_CONCURRENCY; i++)
+      tokens.push((await createKey(service.db.orm, org.id, { name: `bench-${i}`, permission: 'send', mode, rateLimit: 1000 })).token);
     log.info({ mode }, 'POST /emails');
     await load(`${service.url}/api/v1/emails`, tokens, message, SINGLE_CONCURRENCY);
     const single = await load(`${service.url}/api/v1/emails`, tokens, message, SINGLE_CONCURRENCY);
@@ -84,8 +125,16 @@ async function main() {
       return null;
     }
     log.info({ mode }, 'POST /emails/batch (100 items)');
-    const batch = await load(`${service.url}/api/v1/emails/batch`, tokens, Array.from({ length: 100 }, () => message), BATCH_CONCURRENCY);
-    const [{ n: backlog }] = await service.db.orm.em.fork().getConnection().execute(`select count(*)::int as n from emails where status = 'queued'`);
+    const batch = await load(
+      `${service.url}/api/v1/emails/batch`,
+      tokens,
+      Array.from({ length: 100 }, () => message),
+      BATCH_CONCURRENCY,
+    );
+    const [{ n: backlog }] = await service.db.orm.em
+      .fork()
+      .getConnection()
+      .execute(`select count(*)::int as n from emails where status = 'queued'`);
     await service.stop();
     return { single, batch, backlog: backlog as number };
   };
@@ -106,7 +155,8 @@ async function main() {
   const ratio = single.rps / base.rps;
   const batchMsgs = batch.rps * 100;
   const f = (n: number, d = 1) => n.toFixed(d);
-  const row = (name: string, r: Result, msgs: number) => `| ${name} | ${f(r.rps)} | ${f(msgs)} | ${f(r.p50)} | ${f(r.p99)} | ${r.requests} | ${r.errors} |`;
+  const row = (name: string, r: Result, msgs: number) =>
+    `| ${name} | ${f(r.rps)} | ${f(msgs)} | ${f(r.p50)} | ${f(r.p99)} | ${r.requests} | ${r.errors} |`;
   const md = `# Benchmarks
 
 Measured by \`npm run bench\` on ${new Date().toISOString().slice(0, 10)}: ${os.cpus().length} × ${cpu}, ${Math.round(os.totalmem() / 2 ** 30)} GiB,

@@ -71,7 +71,9 @@ async function start(): Promise<void> {
     '',
     `  API            ${service.url}/api/v1`,
     `  Health         ${service.url}/health`,
-    service.inbox ? `  Dev inbox      ${service.url}/inbox   (SMTP sink on 127.0.0.1:${service.inbox.port}; set SMTP_URL for real delivery)` : `  Outbound SMTP  ${config.smtpUrl!.replace(/\/\/[^@/]*@/, '//***@')}`,
+    service.inbox
+      ? `  Dev inbox      ${service.url}/inbox   (SMTP sink on 127.0.0.1:${service.inbox.port}; set SMTP_URL for real delivery)`
+      : `  Outbound SMTP  ${config.smtpUrl!.replace(/\/\/[^@/]*@/, '//***@')}`,
     `  Database       ${service.db.embedded ? `embedded PostgreSQL in ${path.join(config.dataDir, 'postgres')}` : 'DATABASE_URL'}`,
     `  Credentials    ${path.join(config.dataDir, 'credentials.json')}`,
     `  Organization   ${creds.organization_id}`,
@@ -81,7 +83,10 @@ async function start(): Promise<void> {
     '',
     '  Send a first email:',
     '',
-    curl.split('\n').map((l) => `    ${l}`).join('\n'),
+    curl
+      .split('\n')
+      .map((l) => `    ${l}`)
+      .join('\n'),
     '',
     '  Ctrl-C stops the service.',
     '',
@@ -114,20 +119,30 @@ function onShutdown(log: { info(o: object, m: string): void; error(o: object, m:
 /** `svc worker`: Temporal workers with the same activities the embedded engine runs in-process. */
 async function worker(): Promise<void> {
   const config = readConfig();
-  if (config.engine !== 'temporal') throw new UsageError('svc worker runs Temporal workers and needs ENGINE=temporal; the embedded engine runs inside svc start');
+  if (config.engine !== 'temporal')
+    throw new UsageError('svc worker runs Temporal workers and needs ENGINE=temporal; the embedded engine runs inside svc start');
   const log = createLogger(config.logLevel);
   installTemporalRuntime(log.child({ component: 'temporal' }));
   const db = await openDatabase(config, log);
   const workerOrm = db.orm;
   // Without SMTP_URL, relay into the dev inbox that `svc start` runs on DEV_SMTP_PORT.
-  const mailer = config.smtpUrl ? createSmtpMailer(config.smtpUrl, false) : createSmtpMailer(`smtp://127.0.0.1:${config.devSmtpPort}`, true);
+  const mailer = config.smtpUrl
+    ? createSmtpMailer(config.smtpUrl, false)
+    : createSmtpMailer(`smtp://127.0.0.1:${config.devSmtpPort}`, true);
   const activities = createActivities({
-    orm: workerOrm, mailer, clock: { now: () => new Date() }, log: log.child({ component: 'activities' }),
-    secrets: identityDeps(config).secrets, dns: createDnsResolver(config.dnsServers),
+    orm: workerOrm,
+    mailer,
+    clock: { now: () => new Date() },
+    log: log.child({ component: 'activities' }),
+    secrets: identityDeps(config).secrets,
+    dns: createDnsResolver(config.dnsServers),
   });
   const running = await runTemporalWorker({
     settings: temporalSettings(config),
-    activities, sendRatePerSecond: config.sendRatePerSecond, concurrency: config.workerConcurrency, log,
+    activities,
+    sendRatePerSecond: config.sendRatePerSecond,
+    concurrency: config.workerConcurrency,
+    log,
   });
   const stop = async () => {
     await running.stop();
@@ -169,9 +184,16 @@ async function main(argv: string[]): Promise<void> {
     args: argv,
     allowPositionals: true,
     options: {
-      name: { type: 'string' }, plan: { type: 'string' }, org: { type: 'string' }, stream: { type: 'string' },
-      verified: { type: 'boolean' }, permission: { type: 'string' }, mode: { type: 'string' },
-      domain: { type: 'string', multiple: true }, rate: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+      name: { type: 'string' },
+      plan: { type: 'string' },
+      org: { type: 'string' },
+      stream: { type: 'string' },
+      verified: { type: 'boolean' },
+      permission: { type: 'string' },
+      mode: { type: 'string' },
+      domain: { type: 'string', multiple: true },
+      rate: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
     },
   });
   if (positionals[0] === 'email' && positionals[1] === 'close-unconfirmed') {
@@ -212,8 +234,19 @@ async function main(argv: string[]): Promise<void> {
         // Without --verified the domain gets a DKIM key and records to publish; the running
         // service checks its DNS for DOMAIN_VERIFY_WINDOW_HOURS, like a domain made by POST /domains.
         const identity = values.verified ? undefined : identityDeps(config);
-        const d = await createDomain(db.orm, org, name, { stream, verified: values.verified, identity, verifyWindowMs: verificationTiming(config).windowMs });
-        out({ id: d.id, name: d.name, status: d.status, stream: d.stream, ...(identity ? { records: d.records.map(({ purpose, type, name: n, value }) => ({ purpose, type, name: n, value })) } : {}) });
+        const d = await createDomain(db.orm, org, name, {
+          stream,
+          verified: values.verified,
+          identity,
+          verifyWindowMs: verificationTiming(config).windowMs,
+        });
+        out({
+          id: d.id,
+          name: d.name,
+          status: d.status,
+          stream: d.stream,
+          ...(identity ? { records: d.records.map(({ purpose, type, name: n, value }) => ({ purpose, type, name: n, value })) } : {}),
+        });
       });
     }
     case 'key create': {
@@ -224,7 +257,8 @@ async function main(argv: string[]): Promise<void> {
       let rateLimit: number | undefined;
       if (values.rate !== undefined) {
         rateLimit = Number(values.rate);
-        if (!Number.isInteger(rateLimit) || rateLimit < 1 || rateLimit > 1000) throw new UsageError('--rate must be an integer from 1 to 1000');
+        if (!Number.isInteger(rateLimit) || rateLimit < 1 || rateLimit > 1000)
+          throw new UsageError('--rate must be an integer from 1 to 1000');
       }
       return withDb(async (db) => {
         const { key, token } = await createKey(db.orm, org, { name, permission, mode, domainIds: values.domain, rateLimit });

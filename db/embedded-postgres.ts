@@ -8,7 +8,10 @@ import type { Logger } from '../server/logger';
 
 const DB_NAME = 'svc';
 
-interface Saved { port: number; password: string }
+interface Saved {
+  port: number;
+  password: string;
+}
 
 export interface RunningPostgres {
   url: string;

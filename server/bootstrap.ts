@@ -29,7 +29,11 @@ export async function ensureLocalSetup(orm: Orm, dataDir: string): Promise<{ cre
   const admin = await createKey(orm, org.id, { name: 'local admin', permission: 'admin', mode: 'live' });
   const send = await createKey(orm, org.id, { name: 'local send', permission: 'send', mode: 'live' });
   const creds: LocalCredentials = {
-    organization_id: org.id, sender_domain: domain.name, admin_key: admin.token, send_key: send.token, created_at: new Date().toISOString(),
+    organization_id: org.id,
+    sender_domain: domain.name,
+    admin_key: admin.token,
+    send_key: send.token,
+    created_at: new Date().toISOString(),
   };
   fs.writeFileSync(file, JSON.stringify(creds, null, 2) + '\n', { mode: 0o600 });
   fs.chmodSync(file, 0o600);

@@ -95,7 +95,11 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dbPoolSize: int('DB_POOL_SIZE', 10, env),
     logLevel: env.LOG_LEVEL || 'info',
     publicUrl: env.PUBLIC_URL || undefined,
-    dnsServers: env.DNS_SERVERS ? env.DNS_SERVERS.split(',').map((x) => x.trim()).filter(Boolean) : undefined,
+    dnsServers: env.DNS_SERVERS
+      ? env.DNS_SERVERS.split(',')
+          .map((x) => x.trim())
+          .filter(Boolean)
+      : undefined,
     secretsKey: env.SECRETS_KEY || undefined,
     platformMailDomain: env.PLATFORM_MAIL_DOMAIN || 'mail.svc.test',
     domainVerifyFirstDelaySeconds: int('DOMAIN_VERIFY_FIRST_DELAY_SECONDS', 60, env),
@@ -119,5 +123,9 @@ function readTemporalConfig(env: NodeJS.ProcessEnv): TemporalConfig {
 
 /** The DomainVerification loop's timing, from the configuration. */
 export function verificationTiming(config: Pick<Config, 'domainVerifyFirstDelaySeconds' | 'domainVerifyWindowHours'>) {
-  return { firstDelayMs: config.domainVerifyFirstDelaySeconds * 1000, maxDelayMs: 3_600_000, windowMs: config.domainVerifyWindowHours * 3_600_000 };
+  return {
+    firstDelayMs: config.domainVerifyFirstDelaySeconds * 1000,
+    maxDelayMs: 3_600_000,
+    windowMs: config.domainVerifyWindowHours * 3_600_000,
+  };
 }

@@ -25,7 +25,10 @@ export function platformDns(mailDomain: string): PlatformDns {
 }
 
 /** What making and signing with domain identities needs, from configuration (SECRETS_KEY, PLATFORM_MAIL_DOMAIN). */
-export function identityDeps(config: Pick<Config, 'secretsKey' | 'dataDir' | 'platformMailDomain'>): { secrets: Secrets; platform: PlatformDns } {
+export function identityDeps(config: Pick<Config, 'secretsKey' | 'dataDir' | 'platformMailDomain'>): {
+  secrets: Secrets;
+  platform: PlatformDns;
+} {
   return { secrets: createSecrets(loadSecretsKey(config.secretsKey, config.dataDir)), platform: platformDns(config.platformMailDomain) };
 }
 
@@ -35,7 +38,15 @@ export function newDomainIdentity(domain: string, platform: PlatformDns, now = n
   // Dated selectors let a later key rotation publish beside the current one.
   const selector = `svc${now.getUTCFullYear()}${String(now.getUTCMonth() + 1).padStart(2, '0')}`;
   const returnPathHost = `bounces.${domain}`;
-  const record = (purpose: string, type: 'TXT' | 'MX', name: string, value: string, required = true): DnsRecord => ({ purpose, type, name, value, required, observed: null, status: 'pending' });
+  const record = (purpose: string, type: 'TXT' | 'MX', name: string, value: string, required = true): DnsRecord => ({
+    purpose,
+    type,
+    name,
+    value,
+    required,
+    observed: null,
+    status: 'pending',
+  });
   return {
     selector,
     publicKey: der,
@@ -62,7 +73,11 @@ export function evaluate(record: DnsRecord, lookup: Lookup): DnsRecord {
   if ('mx' in lookup) {
     const observed = lookup.mx.map((m) => `${m.priority} ${host(m.exchange)}`).join(', ');
     const target = host(record.value.split(' ')[1]);
-    return { ...record, observed: observed || null, status: lookup.mx.some((m) => host(m.exchange) === target) ? 'verified' : lookup.mx.length ? 'mismatch' : 'missing' };
+    return {
+      ...record,
+      observed: observed || null,
+      status: lookup.mx.some((m) => host(m.exchange) === target) ? 'verified' : lookup.mx.length ? 'mismatch' : 'missing',
+    };
   }
   const observed = lookup.txt.join(' | ') || null;
   let ok: boolean;

@@ -28,7 +28,11 @@ export function newDomain(
   organizationId: string,
   name: string,
   opts: {
-    stream?: Stream; verified?: boolean; dnsProvider?: string; identity?: DomainIdentityDeps; now?: Date;
+    stream?: Stream;
+    verified?: boolean;
+    dnsProvider?: string;
+    identity?: DomainIdentityDeps;
+    now?: Date;
     /** With an identity: how long its verification loop re-checks DNS (the first generation's window). */
     verifyWindowMs?: number;
   },
@@ -37,12 +41,20 @@ export function newDomain(
   const lower = name.toLowerCase();
   const identity = opts.identity ? newDomainIdentity(lower, opts.identity.platform, now) : null;
   return Object.assign(new Domain(), {
-    id: uuidv7(), organizationId, name: lower, stream: opts.stream ?? 'transactional',
-    status: opts.verified ? 'verified' : 'pending', dnsProvider: opts.dnsProvider ?? 'manual', createdAt: now,
+    id: uuidv7(),
+    organizationId,
+    name: lower,
+    stream: opts.stream ?? 'transactional',
+    status: opts.verified ? 'verified' : 'pending',
+    dnsProvider: opts.dnsProvider ?? 'manual',
+    createdAt: now,
     ...(identity
       ? {
-          dkimSelector: identity.selector, dkimPublicKey: identity.publicKey, dkimPrivateKeyEnc: opts.identity!.secrets.encrypt(identity.privateKeyPem),
-          returnPathHost: identity.returnPathHost, records: identity.records,
+          dkimSelector: identity.selector,
+          dkimPublicKey: identity.publicKey,
+          dkimPrivateKeyEnc: opts.identity!.secrets.encrypt(identity.privateKeyPem),
+          returnPathHost: identity.returnPathHost,
+          records: identity.records,
           ...(opts.verifyWindowMs ? { verificationGeneration: 1, verifyingUntil: new Date(now.getTime() + opts.verifyWindowMs) } : {}),
         }
       : {}),
@@ -57,7 +69,11 @@ export async function createDomain(
   opts: { stream?: Stream; verified?: boolean; identity?: DomainIdentityDeps; verifyWindowMs?: number } = {},
 ): Promise<Domain> {
   const em = orm.em.fork();
-  await em.findOneOrFail(Organization, { id: organizationId }, { failHandler: () => new Error(`organization ${organizationId} does not exist`) });
+  await em.findOneOrFail(
+    Organization,
+    { id: organizationId },
+    { failHandler: () => new Error(`organization ${organizationId} does not exist`) },
+  );
   const domain = newDomain(organizationId, name, opts);
   await em.persistAndFlush(domain);
   return domain;
@@ -81,21 +97,35 @@ export interface NewKeyOptions {
 export function newApiKey(organizationId: string, opts: NewKeyOptions): { key: ApiKey; token: string } {
   const { token, tokenHash, tokenPrefix } = issueToken(opts.mode);
   const key = Object.assign(new ApiKey(), {
-    id: uuidv7(), organizationId, name: opts.name, permission: opts.permission, mode: opts.mode, tokenHash, tokenPrefix,
-    domainIds: opts.domainIds?.length ? [...new Set(opts.domainIds)] : null, rateLimit: opts.rateLimit ?? null, createdAt: new Date(),
+    id: uuidv7(),
+    organizationId,
+    name: opts.name,
+    permission: opts.permission,
+    mode: opts.mode,
+    tokenHash,
+    tokenPrefix,
+    domainIds: opts.domainIds?.length ? [...new Set(opts.domainIds)] : null,
+    rateLimit: opts.rateLimit ?? null,
+    createdAt: new Date(),
   });
   return { key, token };
 }
 
 /** The ids among `domainIds` that are not domains of the organization. */
 export async function foreignDomainIds(em: EntityManager, organizationId: string, domainIds: string[]): Promise<string[]> {
-  const found = new Set((await em.find(Domain, { id: { $in: domainIds }, organizationId, deletedAt: null }, { fields: ['id'] })).map((d) => d.id));
+  const found = new Set(
+    (await em.find(Domain, { id: { $in: domainIds }, organizationId, deletedAt: null }, { fields: ['id'] })).map((d) => d.id),
+  );
   return domainIds.filter((d) => !found.has(d));
 }
 
 export async function createKey(orm: Orm, organizationId: string, opts: NewKeyOptions): Promise<{ key: ApiKey; token: string }> {
   const em = orm.em.fork();
-  await em.findOneOrFail(Organization, { id: organizationId }, { failHandler: () => new Error(`organization ${organizationId} does not exist`) });
+  await em.findOneOrFail(
+    Organization,
+    { id: organizationId },
+    { failHandler: () => new Error(`organization ${organizationId} does not exist`) },
+  );
   if (opts.domainIds?.length && (await foreignDomainIds(em, organizationId, opts.domainIds)).length) {
     throw new Error('every --domain must be a domain of this organization');
   }

@@ -27,7 +27,6 @@ export interface Service {
   stop(): Promise<void>;
 }
 
-
 /**
  * One process: database (embedded or not), migrations, the API, the dev inbox, and either the
  * embedded engine with its workers or a Temporal client (workers then run in `svc worker`).
@@ -63,21 +62,46 @@ export async function startService(config: Config, opts: { log?: Logger; mailer?
     engine = await startTemporalEngine(temporalSettings(config), log.child({ component: 'temporal' }));
   } else {
     mailer ??= inbox ? createSmtpMailer(`smtp://127.0.0.1:${inbox.port}`, true) : createSmtpMailer(config.smtpUrl!, false);
-    const activities = createActivities({ orm: workerOrm, mailer, clock: { now: () => new Date() }, log: log.child({ component: 'activities' }), secrets, dns });
+    const activities = createActivities({
+      orm: workerOrm,
+      mailer,
+      clock: { now: () => new Date() },
+      log: log.child({ component: 'activities' }),
+      secrets,
+      dns,
+    });
     engine = await startDbosEngine({
-      databaseUrl: db.url, activities, retryBaseSeconds: config.retryBaseSeconds, log,
-      sendRatePerSecond: config.sendRatePerSecond, workerConcurrency: config.workerConcurrency,
+      databaseUrl: db.url,
+      activities,
+      retryBaseSeconds: config.retryBaseSeconds,
+      log,
+      sendRatePerSecond: config.sendRatePerSecond,
+      workerConcurrency: config.workerConcurrency,
     });
   }
   const timing = verificationTiming(config);
   const dispatcher = new Dispatcher(workerOrm, engine, log.child({ component: 'dispatcher' }));
   dispatcher.start();
-  const sweep = new DomainVerificationSweep(workerOrm, engine, timing, log.child({ component: 'domain-sweep' }), config.domainVerifySweepSeconds * 1000);
+  const sweep = new DomainVerificationSweep(
+    workerOrm,
+    engine,
+    timing,
+    log.child({ component: 'domain-sweep' }),
+    config.domainVerifySweepSeconds * 1000,
+  );
   sweep.start();
   const app = createApp({
-    orm: db.orm, engine, log, maxBodyBytes: config.maxBodyBytes, inbox: inbox ?? undefined, dispatch: () => dispatcher.kick(),
+    orm: db.orm,
+    engine,
+    log,
+    maxBodyBytes: config.maxBodyBytes,
+    inbox: inbox ?? undefined,
+    dispatch: () => dispatcher.kick(),
     domains: {
-      secrets, dns, platform, clock: { now: () => new Date() },
+      secrets,
+      dns,
+      platform,
+      clock: { now: () => new Date() },
       verification: timing,
     },
   });
@@ -89,7 +113,12 @@ export async function startService(config: Config, opts: { log?: Logger; mailer?
 
   let stopped = false;
   return {
-    url, port, db, engine, inbox, log,
+    url,
+    port,
+    db,
+    engine,
+    inbox,
+    log,
     async stop() {
       if (stopped) return;
       stopped = true;

@@ -26,11 +26,17 @@ export class DevInbox {
   private entries: InboxEntry[] = [];
   port = 0;
 
-  constructor(private readonly dir: string, private readonly log: Logger) {}
+  constructor(
+    private readonly dir: string,
+    private readonly log: Logger,
+  ) {}
 
   async start(port: number): Promise<void> {
     fs.mkdirSync(this.dir, { recursive: true });
-    for (const f of fs.readdirSync(this.dir).filter((f) => f.endsWith('.json')).sort()) {
+    for (const f of fs
+      .readdirSync(this.dir)
+      .filter((f) => f.endsWith('.json'))
+      .sort()) {
       try {
         this.entries.push(JSON.parse(fs.readFileSync(path.join(this.dir, f), 'utf8')));
       } catch {
@@ -48,7 +54,11 @@ export class DevInbox {
         stream.on('data', (c: Buffer) => chunks.push(c));
         stream.on('end', () => {
           const raw = Buffer.concat(chunks);
-          this.store(raw, session.envelope.mailFrom ? session.envelope.mailFrom.address : '', session.envelope.rcptTo.map((r) => r.address))
+          this.store(
+            raw,
+            session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+            session.envelope.rcptTo.map((r) => r.address),
+          )
             .then(() => callback())
             .catch((err) => callback(err));
         });

@@ -51,17 +51,29 @@ describe('Activities: SendEmail against the real database', function () {
   after(async () => orm.close());
   beforeEach(() => {
     mailer = new ScriptedMailer();
-    acts = createActivities({ orm, mailer, clock: { now: () => new Date() }, log: pino({ level: 'silent' }), dns: createDnsResolver(undefined) });
+    acts = createActivities({
+      orm,
+      mailer,
+      clock: { now: () => new Date() },
+      log: pino({ level: 'silent' }),
+      dns: createDnsResolver(undefined),
+    });
   });
 
   async function store(to: string[], mode: 'live' | 'test' = 'live'): Promise<string> {
     const prepared = prepareEmail({ from: `app@${domainName}`, to, subject: 's', text: 't' }, { inBatch: false, now: new Date() });
-    const [r] = await acceptEmails({ orm, dispatch: () => undefined, store: new GroupStore(orm, pino({ level: 'silent' })) }, { tokenHash: keys[mode] }, [prepared], { cost: 1, batch: false });
+    const [r] = await acceptEmails(
+      { orm, dispatch: () => undefined, store: new GroupStore(orm, pino({ level: 'silent' })) },
+      { tokenHash: keys[mode] },
+      [prepared],
+      { cost: 1, batch: false },
+    );
     assert.ok(!(r instanceof ApiError), String(r));
     return r.id;
   }
   const status = async (id: string) => (await orm.em.fork().findOneOrFail(Email, { id })).status;
-  const states = async (id: string) => (await orm.em.fork().find(Recipient, { emailId: id }, { orderBy: { address: 'asc' } })).map((r) => `${r.address}:${r.state}`);
+  const states = async (id: string) =>
+    (await orm.em.fork().find(Recipient, { emailId: id }, { orderBy: { address: 'asc' } })).map((r) => `${r.address}:${r.state}`);
 
   it('claim is the single winner between pick-up and cancel, and resumes its own claim', async () => {
     const id = await store(['a@example.com']);
@@ -112,11 +124,17 @@ describe('Activities: SendEmail against the real database', function () {
   it('only the recipients a partial 4xx refused are retried', async () => {
     const id = await store(['ok@example.com', 'later@example.com']);
     await acts.claimForDelivery(id);
-    mailer.next = (m) => ({ accepted: m.envelope.to.filter((a) => a !== 'later@example.com'), rejected: [{ address: 'later@example.com', code: 452, response: '452 try later' }] });
+    mailer.next = (m) => ({
+      accepted: m.envelope.to.filter((a) => a !== 'later@example.com'),
+      rejected: [{ address: 'later@example.com', code: 452, response: '452 try later' }],
+    });
     await assert.rejects(acts.deliver(id), TransientDeliveryError);
     mailer.next = null;
     await acts.deliver(id);
-    assert.deepEqual(mailer.sent.map((m) => m.envelope.to), [['ok@example.com', 'later@example.com'], ['later@example.com']]);
+    assert.deepEqual(
+      mailer.sent.map((m) => m.envelope.to),
+      [['ok@example.com', 'later@example.com'], ['later@example.com']],
+    );
     assert.deepEqual(await states(id), ['later@example.com:sent', 'ok@example.com:sent']);
   });
 

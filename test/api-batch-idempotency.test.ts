@@ -39,7 +39,10 @@ describe('API: POST /emails/batch and idempotency', function () {
     assert.equal((await t.call('GET', `/api/v1/emails/${data[5].id}`)).body.subject, 'six');
     // Newest first: items of one batch list in reverse send order.
     const list = await t.call('GET', '/api/v1/emails?limit=2');
-    assert.deepEqual(list.body.data.map((e: { id: string }) => e.id), [data[5].id, data[0].id]);
+    assert.deepEqual(
+      list.body.data.map((e: { id: string }) => e.id),
+      [data[5].id, data[0].id],
+    );
   });
 
   it('takes 1 to 100 items and nothing else', async () => {
@@ -54,11 +57,17 @@ describe('API: POST /emails/batch and idempotency', function () {
   });
 
   it('replays an idempotency key: same id, Idempotent-Replayed header, nothing sent again', async () => {
-    const first = await t.call('POST', '/api/v1/emails', { body: item({ to: 'idem@example.com' }), headers: { 'Idempotency-Key': 'order-1' } });
+    const first = await t.call('POST', '/api/v1/emails', {
+      body: item({ to: 'idem@example.com' }),
+      headers: { 'Idempotency-Key': 'order-1' },
+    });
     assert.equal(first.status, 200);
     assert.equal(first.headers.get('idempotent-replayed'), null);
     await waitFor(async () => (await t.call('GET', `/api/v1/emails/${first.body.id}`)).body.last_event === 'sent', 'first send');
-    const again = await t.call('POST', '/api/v1/emails', { body: item({ to: 'idem@example.com', subject: 'changed' }), headers: { 'Idempotency-Key': 'order-1' } });
+    const again = await t.call('POST', '/api/v1/emails', {
+      body: item({ to: 'idem@example.com', subject: 'changed' }),
+      headers: { 'Idempotency-Key': 'order-1' },
+    });
     assert.equal(again.status, 200);
     assert.equal(again.body.id, first.body.id);
     assert.equal(again.headers.get('idempotent-replayed'), 'true');
@@ -70,13 +79,19 @@ describe('API: POST /emails/batch and idempotency', function () {
   });
 
   it('prefers the header over the body key, and keys are per organization', async () => {
-    const a = await t.call('POST', '/api/v1/emails', { body: item({ idempotency_key: 'body-key' }), headers: { 'Idempotency-Key': 'header-key' } });
+    const a = await t.call('POST', '/api/v1/emails', {
+      body: item({ idempotency_key: 'body-key' }),
+      headers: { 'Idempotency-Key': 'header-key' },
+    });
     const b = await t.call('POST', '/api/v1/emails', { body: item(), headers: { 'Idempotency-Key': 'header-key' } });
     assert.equal(b.body.id, a.body.id);
     const c = await t.call('POST', '/api/v1/emails', { body: item({ idempotency_key: 'body-key' }) });
     assert.notEqual(c.body.id, a.body.id, 'the body key was not used when the header was present');
     const other = await newTenant(env);
-    const d = await other.call('POST', '/api/v1/emails', { body: { ...item(), from: `app@${other.domain}` }, headers: { 'Idempotency-Key': 'header-key' } });
+    const d = await other.call('POST', '/api/v1/emails', {
+      body: { ...item(), from: `app@${other.domain}` },
+      headers: { 'Idempotency-Key': 'header-key' },
+    });
     assert.notEqual(d.body.id, a.body.id);
     const long = await t.call('POST', '/api/v1/emails', { body: item({ idempotency_key: 'k'.repeat(257) }) });
     assert.equal(long.status, 422);
@@ -84,8 +99,15 @@ describe('API: POST /emails/batch and idempotency', function () {
 
   it('10 concurrent identical requests make exactly one message', async () => {
     const key = `concurrent-${Date.now()}`;
-    const results = await Promise.all(Array.from({ length: 10 }, () => t.call('POST', '/api/v1/emails', { body: item({ to: 'race@example.com' }), headers: { 'Idempotency-Key': key } })));
-    assert.ok(results.every((r) => r.status === 200), JSON.stringify(results.map((r) => r.body)));
+    const results = await Promise.all(
+      Array.from({ length: 10 }, () =>
+        t.call('POST', '/api/v1/emails', { body: item({ to: 'race@example.com' }), headers: { 'Idempotency-Key': key } }),
+      ),
+    );
+    assert.ok(
+      results.every((r) => r.status === 200),
+      JSON.stringify(results.map((r) => r.body)),
+    );
     const ids = new Set(results.map((r) => r.body.id));
     assert.equal(ids.size, 1);
     assert.equal(results.filter((r) => r.headers.get('idempotent-replayed') === 'true').length, 9);
@@ -98,7 +120,10 @@ describe('API: POST /emails/batch and idempotency', function () {
   });
 
   it('batch items use their own idempotency_key and ignore the header', async () => {
-    const first = await t.call('POST', '/api/v1/emails/batch', { body: [item({ idempotency_key: 'b-1' }), item({ idempotency_key: 'b-2' }), item({ idempotency_key: 'b-1' })], headers: { 'Idempotency-Key': 'ignored' } });
+    const first = await t.call('POST', '/api/v1/emails/batch', {
+      body: [item({ idempotency_key: 'b-1' }), item({ idempotency_key: 'b-2' }), item({ idempotency_key: 'b-1' })],
+      headers: { 'Idempotency-Key': 'ignored' },
+    });
     const [a, b, c] = first.body.data;
     assert.notEqual(a.id, b.id);
     assert.equal(c.id, a.id, 'a repeated key inside one batch is a replay');
@@ -110,21 +135,34 @@ describe('API: POST /emails/batch and idempotency', function () {
 
   it('a replay queues a message that was stored but never queued', async () => {
     const em = env.service.db.orm.em.fork();
-    const first = await t.call('POST', '/api/v1/emails', { body: item({ scheduled_at: new Date(Date.now() + 3600_000).toISOString() }), headers: { 'Idempotency-Key': 'stored-not-queued' } });
+    const first = await t.call('POST', '/api/v1/emails', {
+      body: item({ scheduled_at: new Date(Date.now() + 3600_000).toISOString() }),
+      headers: { 'Idempotency-Key': 'stored-not-queued' },
+    });
     // Simulate a crash between commit and workflow start: a fresh message row without a workflow.
     const original = await em.findOneOrFail(Email, { id: first.body.id });
     const orphanId = '0192f000-0000-7000-8000-' + Date.now().toString(16).padStart(12, '0').slice(-12);
-    await env.service.db.orm.em.fork().getConnection().execute(
-      `insert into emails (id, organization_id, api_key_id, domain_id, from_address, to_addresses, subject, text, mode, status, message_id, idempotency_key, created_at, updated_at)
+    await env.service.db.orm.em
+      .fork()
+      .getConnection()
+      .execute(
+        `insert into emails (id, organization_id, api_key_id, domain_id, from_address, to_addresses, subject, text, mode, status, message_id, idempotency_key, created_at, updated_at)
        values (?, ?, ?, ?, ?, '["orphan@example.com"]', 'orphan', 'hi', 'live', 'queued', ?, 'orphan-key', now(), now())`,
-      [orphanId, t.orgId, original.apiKeyId, original.domainId, `app@${t.domain}`, `<${orphanId}@${t.domain}>`],
-    );
-    await env.service.db.orm.em.fork().getConnection().execute(
-      `insert into recipients (id, email_id, address, field) values (gen_random_uuid(), ?, 'orphan@example.com', 'to')`, [orphanId]);
+        [orphanId, t.orgId, original.apiKeyId, original.domainId, `app@${t.domain}`, `<${orphanId}@${t.domain}>`],
+      );
+    await env.service.db.orm.em
+      .fork()
+      .getConnection()
+      .execute(`insert into recipients (id, email_id, address, field) values (gen_random_uuid(), ?, 'orphan@example.com', 'to')`, [
+        orphanId,
+      ]);
     const replay = await t.call('POST', '/api/v1/emails', { body: item(), headers: { 'Idempotency-Key': 'orphan-key' } });
     assert.equal(replay.body.id, orphanId);
     assert.equal(replay.headers.get('idempotent-replayed'), 'true');
-    await waitFor(async () => (await t.call('GET', `/api/v1/emails/${orphanId}`)).body.last_event === 'sent', 'orphan delivered after replay');
+    await waitFor(
+      async () => (await t.call('GET', `/api/v1/emails/${orphanId}`)).body.last_event === 'sent',
+      'orphan delivered after replay',
+    );
     assert.equal(env.sink.byMessageId(`<${orphanId}@${t.domain}>`).length, 1);
   });
 });

@@ -69,20 +69,38 @@ describe('API: domains, DKIM and DNS verification', function () {
     for (const r of d.records) assert.equal(r.observed, null);
     // The private key never appears in a response.
     assert.equal(JSON.stringify(d).includes('PRIVATE'), false);
-    const stored = await env.service.db.orm.em.fork().getConnection().execute('select dkim_private_key_enc as k from domains where id = ?', [d.id]);
+    const stored = await env.service.db.orm.em
+      .fork()
+      .getConnection()
+      .execute('select dkim_private_key_enc as k from domains where id = ?', [d.id]);
     assert.match(stored[0].k, /^v1:/);
     assert.equal(stored[0].k.includes('PRIVATE KEY'), false, 'stored encrypted');
   });
 
   it('verifies a domain that svc domain create made, with no "verify now": the running service starts its loop', async () => {
     const name = fresh();
-    const made = await svcJson(['domain', 'create', '--org', t.orgId, '--name', name], { DATABASE_URL: env.service.db.url, DATA_DIR: tempDir('svc-cli') });
+    const made = await svcJson(['domain', 'create', '--org', t.orgId, '--name', name], {
+      DATABASE_URL: env.service.db.url,
+      DATA_DIR: tempDir('svc-cli'),
+    });
     assert.equal(made.status, 'pending');
-    publish(made.records.map((r: Omit<RecordView, 'required' | 'status' | 'observed'>) => ({ ...r, required: true, status: 'missing', observed: null })), { skip: ['dmarc'] });
-    const done = await waitFor(async () => {
-      const got = await t.call('GET', `/api/v1/domains/${made.id}`, { as: 'admin' });
-      return got.body.status === 'verified' ? got.body : undefined;
-    }, 'the sweep to start the loop and the loop to verify', 30_000);
+    publish(
+      made.records.map((r: Omit<RecordView, 'required' | 'status' | 'observed'>) => ({
+        ...r,
+        required: true,
+        status: 'missing',
+        observed: null,
+      })),
+      { skip: ['dmarc'] },
+    );
+    const done = await waitFor(
+      async () => {
+        const got = await t.call('GET', `/api/v1/domains/${made.id}`, { as: 'admin' });
+        return got.body.status === 'verified' ? got.body : undefined;
+      },
+      'the sweep to start the loop and the loop to verify',
+      30_000,
+    );
     assert.ok(done.verified_at);
   });
 
@@ -96,10 +114,14 @@ describe('API: domains, DKIM and DNS verification', function () {
     assert.equal(first.status, 'pending');
     assert.ok(first.records.every((r: RecordView) => r.status === 'missing'));
     publish(d.records, { skip: ['dmarc'] });
-    const done = await waitFor(async () => {
-      const got = await t.call('GET', `/api/v1/domains/${d.id}`, { as: 'admin' });
-      return got.body.status === 'verified' ? got.body : undefined;
-    }, 'the verification loop to verify', 30_000);
+    const done = await waitFor(
+      async () => {
+        const got = await t.call('GET', `/api/v1/domains/${d.id}`, { as: 'admin' });
+        return got.body.status === 'verified' ? got.body : undefined;
+      },
+      'the verification loop to verify',
+      30_000,
+    );
     const by = Object.fromEntries(done.records.map((r: RecordView) => [r.purpose, r]));
     assert.equal(by.dkim.status, 'verified');
     assert.equal(by.dkim.observed, by.dkim.value);
@@ -134,10 +156,16 @@ describe('API: domains, DKIM and DNS verification', function () {
     await sql.execute(`update domains set verifying_until = now() - interval '1 second' where id = ?`, [d.id]);
     const res = await t.call('POST', `/api/v1/domains/${d.id}/verify`, { as: 'admin' });
     assert.equal(res.body.status, 'pending');
-    const [row] = await sql.execute('select verification_generation as g, verifying_until > now() as open from domains where id = ?', [d.id]);
+    const [row] = await sql.execute('select verification_generation as g, verifying_until > now() as open from domains where id = ?', [
+      d.id,
+    ]);
     assert.deepEqual([row.g, row.open], [2, true], 'a new generation with a new window');
     publish(d.records);
-    await waitFor(async () => (await t.call('GET', `/api/v1/domains/${d.id}`, { as: 'admin' })).body.status === 'verified', 'the restarted loop to verify', 30_000);
+    await waitFor(
+      async () => (await t.call('GET', `/api/v1/domains/${d.id}`, { as: 'admin' })).body.status === 'verified',
+      'the restarted loop to verify',
+      30_000,
+    );
   });
 
   it('DKIM-signs live mail from a verified domain; the signature verifies against DNS with mailauth', async () => {
@@ -145,27 +173,56 @@ describe('API: domains, DKIM and DNS verification', function () {
     publish(d.records);
     assert.equal((await t.call('POST', `/api/v1/domains/${d.id}/verify`, { as: 'admin' })).body.status, 'verified');
     const to = `dkim-${Date.now()}@example.com`;
-    const sent = await t.call('POST', '/api/v1/emails', { body: { from: `Shop <shop@${d.name}>`, to, subject: 'Signed', html: '<p>signed</p>', text: 'signed' } });
+    const sent = await t.call('POST', '/api/v1/emails', {
+      body: { from: `Shop <shop@${d.name}>`, to, subject: 'Signed', html: '<p>signed</p>', text: 'signed' },
+    });
     assert.equal(sent.status, 200, JSON.stringify(sent.body));
     const msg = await waitFor(async () => env.sink.received.find((m) => m.envelopeTo.includes(to)), 'the signed message');
     assert.match(msg.envelopeFrom, new RegExp(`^bounce\\+${sent.body.id}@bounces\\.${d.name.replace(/\./g, '\\.')}$`));
     const resolver = new Resolver();
     resolver.setServers([`127.0.0.1:${env.dns.port}`]);
-    const result = await dkimVerify(msg.raw, { resolver: (name: string, rr: string) => resolver.resolve(name, rr as 'TXT') as Promise<never> });
+    const result = await dkimVerify(msg.raw, {
+      resolver: (name: string, rr: string) => resolver.resolve(name, rr as 'TXT') as Promise<never>,
+    });
     const [sig] = result.results;
     assert.equal(sig.signingDomain, d.name);
     assert.equal(sig.selector, d.dkim_selector);
     assert.equal(sig.status.result, 'pass', JSON.stringify(sig.status));
     // Tampering breaks it: the check can fail.
     const tampered = Buffer.from(msg.raw.toString().replace('Subject: Signed', 'Subject: Changed'));
-    assert.equal((await dkimVerify(tampered, { resolver: (name: string, rr: string) => resolver.resolve(name, rr as 'TXT') as Promise<never> })).results[0].status.result, 'fail');
+    assert.equal(
+      (await dkimVerify(tampered, { resolver: (name: string, rr: string) => resolver.resolve(name, rr as 'TXT') as Promise<never> }))
+        .results[0].status.result,
+      'fail',
+    );
   });
 
   it('refuses bad input with 422 (409 for a duplicate) and writes nothing', async () => {
-    const count = async () => Number((await env.service.db.orm.em.fork().getConnection().execute('select count(*) as n from domains where organization_id = ?', [t.orgId]))[0].n);
+    const count = async () =>
+      Number(
+        (
+          await env.service.db.orm.em
+            .fork()
+            .getConnection()
+            .execute('select count(*) as n from domains where organization_id = ?', [t.orgId])
+        )[0].n,
+      );
     const existing = await create();
     const before = await count();
-    for (const body of [{}, { name: '' }, { name: 'localhost' }, { name: '192.168.1.1' }, { name: 'bad_domain.com' }, { name: `${'a'.repeat(64)}.com` }, { name: 'x.com', stream: 'marketing' }, { name: 'x.com', dns_provider: 'route53' }, { name: 'x.com', dns_provider: 'cloudflare' }, { name: 'x.com', verified: true }, { name: 42 }, ['x.com']]) {
+    for (const body of [
+      {},
+      { name: '' },
+      { name: 'localhost' },
+      { name: '192.168.1.1' },
+      { name: 'bad_domain.com' },
+      { name: `${'a'.repeat(64)}.com` },
+      { name: 'x.com', stream: 'marketing' },
+      { name: 'x.com', dns_provider: 'route53' },
+      { name: 'x.com', dns_provider: 'cloudflare' },
+      { name: 'x.com', verified: true },
+      { name: 42 },
+      ['x.com'],
+    ]) {
       const res = await t.call('POST', '/api/v1/domains', { as: 'admin', body });
       assert.equal(res.status, 422, `${JSON.stringify(body)} → ${res.status}`);
       assert.equal(res.body.error.code, 'validation_error');
@@ -193,18 +250,32 @@ describe('API: domains, DKIM and DNS verification', function () {
 
   it("keeps organizations and restricted keys apart: others' domains are 404, restricted keys add none", async () => {
     const theirs = (await other.call('POST', '/api/v1/domains', { as: 'admin', body: { name: fresh() } })).body;
-    for (const [method, path] of [['GET', `/api/v1/domains/${theirs.id}`], ['POST', `/api/v1/domains/${theirs.id}/verify`], ['DELETE', `/api/v1/domains/${theirs.id}`], ['GET', '/api/v1/domains/nope']]) {
+    for (const [method, path] of [
+      ['GET', `/api/v1/domains/${theirs.id}`],
+      ['POST', `/api/v1/domains/${theirs.id}/verify`],
+      ['DELETE', `/api/v1/domains/${theirs.id}`],
+      ['GET', '/api/v1/domains/nope'],
+    ]) {
       const res = await t.call(method, path, { as: 'admin' });
       assert.equal(res.status, 404, `${method} ${path}`);
     }
     assert.ok(!(await t.call('GET', '/api/v1/domains', { as: 'admin' })).body.data.some((x: { id: string }) => x.id === theirs.id));
     const mine = await createDomain(env.service.db.orm, t.orgId, fresh(), { verified: true });
-    const { token } = await createKey(env.service.db.orm, t.orgId, { name: 'ra', permission: 'admin', mode: 'live', domainIds: [mine.id], rateLimit: 1000 });
+    const { token } = await createKey(env.service.db.orm, t.orgId, {
+      name: 'ra',
+      permission: 'admin',
+      mode: 'live',
+      domainIds: [mine.id],
+      rateLimit: 1000,
+    });
     const add = await request(env.url, 'POST', '/api/v1/domains', { token, body: { name: fresh() } });
     assert.equal(add.status, 403);
     assert.equal(add.body.error.code, 'forbidden_domain');
     const listed = (await request(env.url, 'GET', '/api/v1/domains', { token })).body.data.map((x: { id: string }) => x.id);
     assert.deepEqual(listed, [mine.id]);
-    assert.equal((await t.call('POST', '/api/v1/domains', { as: 'test', body: { name: fresh() } })).body.error.code, 'test_key_not_allowed');
+    assert.equal(
+      (await t.call('POST', '/api/v1/domains', { as: 'test', body: { name: fresh() } })).body.error.code,
+      'test_key_not_allowed',
+    );
   });
 });

@@ -7,10 +7,12 @@ describe('API: keys (create, list, rotate, revoke) and their rules', function ()
   let env: TestEnv;
   let t: Tenant;
   let other: Tenant;
-  const count = async (sql: string, args: unknown[]) => Number((await env.service.db.orm.em.fork().getConnection().execute(sql, args))[0].n);
+  const count = async (sql: string, args: unknown[]) =>
+    Number((await env.service.db.orm.em.fork().getConnection().execute(sql, args))[0].n);
   const keysOf = (orgId: string) => count('select count(*) as n from api_keys where organization_id = ?', [orgId]);
   const auditOf = (orgId: string) => count('select count(*) as n from audit_log where organization_id = ?', [orgId]);
-  const sendWith = (token: string) => request(env.url, 'POST', '/api/v1/emails', { token, body: { from: `app@${t.domain}`, to: 'k@example.com', subject: 's', text: 't' } });
+  const sendWith = (token: string) =>
+    request(env.url, 'POST', '/api/v1/emails', { token, body: { from: `app@${t.domain}`, to: 'k@example.com', subject: 's', text: 't' } });
 
   before(async function () {
     this.timeout(60_000);
@@ -20,7 +22,10 @@ describe('API: keys (create, list, rotate, revoke) and their rules', function ()
   });
 
   it('creates a key whose token is shown once, works at once and is stored only as a hash', async () => {
-    const res = await t.call('POST', '/api/v1/keys', { as: 'admin', body: { name: 'backend', permission: 'send', mode: 'live', rate_limit: 50 } });
+    const res = await t.call('POST', '/api/v1/keys', {
+      as: 'admin',
+      body: { name: 'backend', permission: 'send', mode: 'live', rate_limit: 50 },
+    });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     const { token, id } = res.body;
     assert.match(token, /^svc_live_[A-Za-z0-9_-]{20,}$/);
@@ -34,7 +39,10 @@ describe('API: keys (create, list, rotate, revoke) and their rules', function ()
     assert.equal(JSON.stringify(listed.body).includes(token), false, 'list never shows a token');
     const one = await t.call('GET', `/api/v1/keys/${id}`, { as: 'admin' });
     assert.equal(one.body.token, undefined);
-    const stored = await env.service.db.orm.em.fork().getConnection().execute('select row_to_json(k)::text as j from api_keys k where id = ?', [id]);
+    const stored = await env.service.db.orm.em
+      .fork()
+      .getConnection()
+      .execute('select row_to_json(k)::text as j from api_keys k where id = ?', [id]);
     assert.equal(stored[0].j.includes(token), false, 'the database holds no clear token');
     const test = await t.call('POST', '/api/v1/keys', { as: 'admin', body: { name: 'ci', permission: 'full', mode: 'test' } });
     assert.match(test.body.token, /^svc_test_/);
@@ -89,7 +97,9 @@ describe('API: keys (create, list, rotate, revoke) and their rules', function ()
     const orm = env.service.db.orm;
     const a = await createDomain(orm, t.orgId, `ra-${Date.now()}.example.test`, { verified: true });
     const b = await createDomain(orm, t.orgId, `rb-${Date.now()}.example.test`, { verified: true });
-    const restricted = (await createKey(orm, t.orgId, { name: 'ops-a', permission: 'admin', mode: 'live', domainIds: [a.id], rateLimit: 1000 })).token;
+    const restricted = (
+      await createKey(orm, t.orgId, { name: 'ops-a', permission: 'admin', mode: 'live', domainIds: [a.id], rateLimit: 1000 })
+    ).token;
     const call = (method: string, path: string, body?: unknown) => request(env.url, method, path, { token: restricted, body });
 
     const unrestricted = await call('POST', '/api/v1/keys', { name: 'all', permission: 'send', mode: 'live' });
@@ -106,14 +116,21 @@ describe('API: keys (create, list, rotate, revoke) and their rules', function ()
     assert.ok(visible.includes(ok.body.id));
     const wide = await t.call('POST', '/api/v1/keys', { as: 'admin', body: { name: 'wide', permission: 'send', mode: 'live' } });
     assert.ok(!visible.includes(wide.body.id), 'an unrestricted key is outside a restricted caller');
-    for (const [method, path] of [['GET', `/api/v1/keys/${wide.body.id}`], ['POST', `/api/v1/keys/${wide.body.id}/rotate`], ['DELETE', `/api/v1/keys/${wide.body.id}`]]) {
+    for (const [method, path] of [
+      ['GET', `/api/v1/keys/${wide.body.id}`],
+      ['POST', `/api/v1/keys/${wide.body.id}/rotate`],
+      ['DELETE', `/api/v1/keys/${wide.body.id}`],
+    ]) {
       assert.equal((await call(method, path)).status, 404, `${method} ${path}`);
     }
     assert.equal((await sendWith(wide.body.token)).status, 200, 'the unrestricted key is untouched');
   });
 
   it('rotates: the new token works at once, the old one for 24 hours, then no more', async () => {
-    const created = await t.call('POST', '/api/v1/keys', { as: 'admin', body: { name: 'rotating', permission: 'send', mode: 'live', rate_limit: 100 } });
+    const created = await t.call('POST', '/api/v1/keys', {
+      as: 'admin',
+      body: { name: 'rotating', permission: 'send', mode: 'live', rate_limit: 100 },
+    });
     const oldToken = created.body.token;
     const rotated = await t.call('POST', `/api/v1/keys/${created.body.id}/rotate`, { as: 'admin' });
     assert.equal(rotated.status, 200, JSON.stringify(rotated.body));
@@ -124,13 +141,19 @@ describe('API: keys (create, list, rotate, revoke) and their rules', function ()
     assert.equal((await sendWith(rotated.body.token)).status, 200);
     assert.equal((await sendWith(oldToken)).status, 200);
     // 24 hours later (moved in the database rather than waited for):
-    await env.service.db.orm.em.fork().getConnection().execute(`update api_keys set previous_token_expires_at = now() - interval '1 second' where id = ?`, [created.body.id]);
+    await env.service.db.orm.em
+      .fork()
+      .getConnection()
+      .execute(`update api_keys set previous_token_expires_at = now() - interval '1 second' where id = ?`, [created.body.id]);
     assert.equal((await sendWith(oldToken)).status, 401);
     assert.equal((await sendWith(rotated.body.token)).status, 200);
   });
 
   it('revokes at once, for the current and the rotated-out token; a revoked key cannot rotate', async () => {
-    const created = await t.call('POST', '/api/v1/keys', { as: 'admin', body: { name: 'leaked', permission: 'send', mode: 'live', rate_limit: 100 } });
+    const created = await t.call('POST', '/api/v1/keys', {
+      as: 'admin',
+      body: { name: 'leaked', permission: 'send', mode: 'live', rate_limit: 100 },
+    });
     const rotated = await t.call('POST', `/api/v1/keys/${created.body.id}/rotate`, { as: 'admin' });
     const revoked = await t.call('DELETE', `/api/v1/keys/${created.body.id}`, { as: 'admin' });
     assert.equal(revoked.status, 200);
@@ -146,7 +169,12 @@ describe('API: keys (create, list, rotate, revoke) and their rules', function ()
 
   it("keeps organizations apart: another organization's key is 404 everywhere", async () => {
     const theirs = await other.call('POST', '/api/v1/keys', { as: 'admin', body: { name: 'theirs', permission: 'send', mode: 'live' } });
-    for (const [method, path] of [['GET', `/api/v1/keys/${theirs.body.id}`], ['POST', `/api/v1/keys/${theirs.body.id}/rotate`], ['DELETE', `/api/v1/keys/${theirs.body.id}`], ['GET', '/api/v1/keys/not-an-id']]) {
+    for (const [method, path] of [
+      ['GET', `/api/v1/keys/${theirs.body.id}`],
+      ['POST', `/api/v1/keys/${theirs.body.id}/rotate`],
+      ['DELETE', `/api/v1/keys/${theirs.body.id}`],
+      ['GET', '/api/v1/keys/not-an-id'],
+    ]) {
       const res = await t.call(method, path, { as: 'admin' });
       assert.equal(res.status, 404, `${method} ${path}`);
       assert.equal(res.body.error.code, 'not_found');
@@ -157,8 +185,16 @@ describe('API: keys (create, list, rotate, revoke) and their rules', function ()
   });
 
   it('needs an ADMIN live key: SEND keys get forbidden, test keys test_key_not_allowed', async () => {
-    for (const [as, code] of [['send', 'forbidden'], ['test', 'test_key_not_allowed']] as const) {
-      for (const [method, path] of [['GET', '/api/v1/keys'], ['POST', '/api/v1/keys'], ['GET', '/api/v1/audit-log'], ['PATCH', '/api/v1/organization']]) {
+    for (const [as, code] of [
+      ['send', 'forbidden'],
+      ['test', 'test_key_not_allowed'],
+    ] as const) {
+      for (const [method, path] of [
+        ['GET', '/api/v1/keys'],
+        ['POST', '/api/v1/keys'],
+        ['GET', '/api/v1/audit-log'],
+        ['PATCH', '/api/v1/organization'],
+      ]) {
         const res = await t.call(method, path, { as, body: method === 'GET' ? undefined : {} });
         assert.equal(res.status, 403, `${as} ${method} ${path}`);
         assert.equal(res.body.error.code, code);

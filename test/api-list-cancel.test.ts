@@ -17,7 +17,10 @@ describe('API: GET /emails and POST /emails/:id/cancel', function () {
     this.timeout(120_000);
     const ids: string[] = [];
     for (let b = 0; b < 3; b++) {
-      const res = await t.call('POST', '/api/v1/emails/batch', { body: Array.from({ length: 100 }, (_, i) => item({ subject: `p${b}-${i}` })), as: 'test' });
+      const res = await t.call('POST', '/api/v1/emails/batch', {
+        body: Array.from({ length: 100 }, (_, i) => item({ subject: `p${b}-${i}` })),
+        as: 'test',
+      });
       ids.push(...res.body.data.map((d: { id: string }) => d.id));
     }
     const seen: string[] = [];
@@ -46,7 +49,10 @@ describe('API: GET /emails and POST /emails/:id/cancel', function () {
     assert.equal(res.body.data.length, 25);
     assert.ok(res.body.next_cursor);
     const s = res.body.data[0];
-    assert.deepEqual(Object.keys(s).sort(), ['created_at', 'from', 'id', 'kind', 'last_event', 'mode', 'object', 'sent_at', 'subject', 'to'].sort());
+    assert.deepEqual(
+      Object.keys(s).sort(),
+      ['created_at', 'from', 'id', 'kind', 'last_event', 'mode', 'object', 'sent_at', 'subject', 'to'].sort(),
+    );
   });
 
   it('filters by status, to, kind, mode, since and until', async () => {
@@ -54,7 +60,9 @@ describe('API: GET /emails and POST /emails/:id/cancel', function () {
     const from = `app@${other.domain}`;
     const a = await other.call('POST', '/api/v1/emails', { body: { ...item(), from, to: 'Alice@Example.com', kind: 'receipt' } });
     const b = await other.call('POST', '/api/v1/emails', { body: { ...item(), from, to: 'bob@example.com' }, as: 'test' });
-    const c = await other.call('POST', '/api/v1/emails', { body: { ...item(), from, to: 'carol@example.com', scheduled_at: new Date(Date.now() + 3600_000).toISOString() } });
+    const c = await other.call('POST', '/api/v1/emails', {
+      body: { ...item(), from, to: 'carol@example.com', scheduled_at: new Date(Date.now() + 3600_000).toISOString() },
+    });
     await other.call('POST', `/api/v1/emails/${c.body.id}/cancel`);
     const ids = async (q: string) => (await other.call('GET', `/api/v1/emails?${q}`)).body.data.map((d: { id: string }) => d.id);
     assert.deepEqual(await ids('to=alice@example.com'), [a.body.id]);
@@ -67,7 +75,11 @@ describe('API: GET /emails and POST /emails/:id/cancel', function () {
   });
 
   it('rejects a bad cursor with invalid_cursor and bad parameters with validation_error', async () => {
-    for (const cursor of ['garbage!', 'dGhpcyBpcyBub3QgYSBjdXJzb3I', Buffer.from('v1|2020-01-01T00:00:00.000Z|nope').toString('base64url')]) {
+    for (const cursor of [
+      'garbage!',
+      'dGhpcyBpcyBub3QgYSBjdXJzb3I',
+      Buffer.from('v1|2020-01-01T00:00:00.000Z|nope').toString('base64url'),
+    ]) {
       const res = await t.call('GET', `/api/v1/emails?cursor=${cursor}`);
       assert.equal(res.status, 422);
       assert.equal(res.body.error.code, 'invalid_cursor');
@@ -80,7 +92,9 @@ describe('API: GET /emails and POST /emails/:id/cancel', function () {
   });
 
   it('cancels a scheduled message; it is never sent', async () => {
-    const res = await t.call('POST', '/api/v1/emails', { body: item({ to: 'later@example.com', scheduled_at: new Date(Date.now() + 2000).toISOString() }) });
+    const res = await t.call('POST', '/api/v1/emails', {
+      body: item({ to: 'later@example.com', scheduled_at: new Date(Date.now() + 2000).toISOString() }),
+    });
     const cancel = await t.call('POST', `/api/v1/emails/${res.body.id}/cancel`);
     assert.equal(cancel.status, 200);
     assert.deepEqual(cancel.body, { id: res.body.id, object: 'email', status: 'canceled' });
@@ -94,7 +108,9 @@ describe('API: GET /emails and POST /emails/:id/cancel', function () {
   });
 
   it('sends a scheduled message when its time comes', async () => {
-    const res = await t.call('POST', '/api/v1/emails', { body: item({ to: 'timer@example.com', scheduled_at: new Date(Date.now() + 1500).toISOString() }) });
+    const res = await t.call('POST', '/api/v1/emails', {
+      body: item({ to: 'timer@example.com', scheduled_at: new Date(Date.now() + 1500).toISOString() }),
+    });
     assert.equal((await t.call('GET', `/api/v1/emails/${res.body.id}`)).body.last_event, 'queued');
     await waitFor(async () => (await t.call('GET', `/api/v1/emails/${res.body.id}`)).body.last_event === 'sent', 'scheduled send');
     const got = await t.call('GET', `/api/v1/emails/${res.body.id}`);

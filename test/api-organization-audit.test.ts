@@ -16,7 +16,10 @@ describe('API: organization settings and the audit log', function () {
   });
 
   it('updates name, postal address and daily cap, and records who did it', async () => {
-    const res = await t.call('PATCH', '/api/v1/organization', { as: 'admin', body: { name: 'Acme Mail', postal_address: '1 Main St\nSpringfield', daily_send_cap: 40 } });
+    const res = await t.call('PATCH', '/api/v1/organization', {
+      as: 'admin',
+      body: { name: 'Acme Mail', postal_address: '1 Main St\nSpringfield', daily_send_cap: 40 },
+    });
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.equal(res.body.name, 'Acme Mail');
     assert.equal(res.body.postal_address, '1 Main St\nSpringfield');
@@ -73,7 +76,8 @@ describe('API: organization settings and the audit log', function () {
   });
 
   it('pages the audit log newest first with a cursor, per organization only', async () => {
-    for (let i = 0; i < 5; i++) await t.call('POST', '/api/v1/keys', { as: 'admin', body: { name: `audited-${i}`, permission: 'send', mode: 'live' } });
+    for (let i = 0; i < 5; i++)
+      await t.call('POST', '/api/v1/keys', { as: 'admin', body: { name: `audited-${i}`, permission: 'send', mode: 'live' } });
     const seen: string[] = [];
     let cursor: string | undefined;
     let pages = 0;
@@ -86,15 +90,25 @@ describe('API: organization settings and the audit log', function () {
     } while (cursor && pages < 50);
     assert.equal(new Set(seen).size, seen.length, 'no duplicates');
     const all = (await t.call('GET', '/api/v1/audit-log?limit=100', { as: 'admin' })).body.data;
-    assert.deepEqual(seen, all.map((e: { id: string }) => e.id), 'pages join up to the whole log, newest first');
-    const created = all.filter((e: { action: string }) => e.action === 'key.created').map((e: { details: { name: string } }) => e.details.name);
+    assert.deepEqual(
+      seen,
+      all.map((e: { id: string }) => e.id),
+      'pages join up to the whole log, newest first',
+    );
+    const created = all
+      .filter((e: { action: string }) => e.action === 'key.created')
+      .map((e: { details: { name: string } }) => e.details.name);
     assert.deepEqual(created.slice(0, 5), ['audited-4', 'audited-3', 'audited-2', 'audited-1', 'audited-0']);
     const theirs = (await other.call('GET', '/api/v1/audit-log?limit=100', { as: 'admin' })).body.data;
-    assert.ok(!theirs.some((e: { id: string }) => seen.includes(e.id)), "another organization never sees these entries");
+    assert.ok(!theirs.some((e: { id: string }) => seen.includes(e.id)), 'another organization never sees these entries');
     const bad = await t.call('GET', '/api/v1/audit-log?cursor=nope!', { as: 'admin' });
     assert.equal(bad.status, 422);
     assert.equal(bad.body.error.code, 'invalid_cursor');
     assert.equal((await t.call('GET', '/api/v1/audit-log?limit=0', { as: 'admin' })).body.error.code, 'validation_error');
-    assert.equal((await t.call('GET', '/api/v1/audit-log?action=key.created', { as: 'admin' })).body.error.code, 'validation_error', 'unknown parameters are refused, not ignored');
+    assert.equal(
+      (await t.call('GET', '/api/v1/audit-log?action=key.created', { as: 'admin' })).body.error.code,
+      'validation_error',
+      'unknown parameters are refused, not ignored',
+    );
   });
 });

@@ -27,9 +27,16 @@ describe('API: per-key rate limits', function () {
   this.timeout(90_000);
   let env: TestEnv;
   let t: Tenant;
-  const newKey = async (rateLimit?: number) => (await createKey(env.service.db.orm, t.orgId, { name: 'rl', permission: 'send', mode: 'live', rateLimit })).token;
+  const newKey = async (rateLimit?: number) =>
+    (await createKey(env.service.db.orm, t.orgId, { name: 'rl', permission: 'send', mode: 'live', rateLimit })).token;
   const list = (base: string, token: string) => request(base, 'GET', '/api/v1/emails?limit=1', { token });
-  const item = (i: number) => ({ from: `app@${t.domain}`, to: `r${i}@example.com`, subject: 's', text: 't', scheduled_at: new Date(Date.now() + 86_400_000).toISOString() });
+  const item = (i: number) => ({
+    from: `app@${t.domain}`,
+    to: `r${i}@example.com`,
+    subject: 's',
+    text: 't',
+    scheduled_at: new Date(Date.now() + 86_400_000).toISOString(),
+  });
 
   before(async () => {
     env = await sharedService();
@@ -61,11 +68,18 @@ describe('API: per-key rate limits', function () {
     const token = await newKey(2);
     const send = (body: unknown) => request(env.url, 'POST', '/api/v1/emails', { token, body });
     const [first, third] = [`first-${Date.now()}@example.com`, `third-${Date.now()}@example.com`];
-    const rs = await inOneSecond(async () => [await send({ ...item(1), to: first }), await send({ to: 'nobody', html: 'x'.repeat(300 * 1024) }), await send({ ...item(2), to: third }), await send({ to: 'nobody' })]);
+    const rs = await inOneSecond(async () => [
+      await send({ ...item(1), to: first }),
+      await send({ to: 'nobody', html: 'x'.repeat(300 * 1024) }),
+      await send({ ...item(2), to: third }),
+      await send({ to: 'nobody' }),
+    ]);
     assert.deepEqual(statuses(rs), [200, 422, 429, 429], JSON.stringify(rs.map((r) => r.body)));
     assert.equal(rs[3].body.error.code, 'rate_limited');
     assert.equal(rs[2].headers.get('retry-after'), '1');
-    const stored = (await request(env.url, 'GET', '/api/v1/emails?limit=100', { token: t.sendKey })).body.data.map((e: { to: string[] }) => e.to[0]);
+    const stored = (await request(env.url, 'GET', '/api/v1/emails?limit=100', { token: t.sendKey })).body.data.map(
+      (e: { to: string[] }) => e.to[0],
+    );
     assert.ok(stored.includes(first) && !stored.includes(third), 'the send refused with 429 stored nothing');
   });
 
@@ -77,7 +91,8 @@ describe('API: per-key rate limits', function () {
 
   it('a batch costs one per message: a 100-item batch passes in an empty second even at the default cap, a concurrent one gets 429', async () => {
     const token = await newKey();
-    const batch = (n: number) => request(env.url, 'POST', '/api/v1/emails/batch', { token, body: Array.from({ length: n }, (_, i) => item(i)) });
+    const batch = (n: number) =>
+      request(env.url, 'POST', '/api/v1/emails/batch', { token, body: Array.from({ length: n }, (_, i) => item(i)) });
     const rs = await inOneSecond(() => Promise.all([batch(100), batch(100)]));
     assert.deepEqual(statuses(rs).sort(), [200, 429], JSON.stringify(rs.map((r) => r.body).filter((b) => b?.error)));
     const passed = rs.find((r) => r.status === 200)!;

@@ -26,11 +26,22 @@ describe('API: key scope, header key limits, recipients and schedules', function
     assert.equal(foreign.status, 422);
     assert.equal(foreign.body.error.code, 'domain_not_verified');
 
-    const other = await t.call('POST', '/api/v1/emails', { body: { from: `app@${t.domain}`, to: 'b@example.com', subject: 's', text: 't', scheduled_at: new Date(Date.now() + 3600_000).toISOString() } });
+    const other = await t.call('POST', '/api/v1/emails', {
+      body: {
+        from: `app@${t.domain}`,
+        to: 'b@example.com',
+        subject: 's',
+        text: 't',
+        scheduled_at: new Date(Date.now() + 3600_000).toISOString(),
+      },
+    });
     assert.equal((await call('GET', `/api/v1/emails/${other.body.id}`)).status, 404);
     assert.equal((await call('POST', `/api/v1/emails/${other.body.id}/cancel`)).status, 404);
     const list = await call('GET', '/api/v1/emails?limit=100');
-    assert.deepEqual(list.body.data.map((e: { id: string }) => e.id), [mine.body.id]);
+    assert.deepEqual(
+      list.body.data.map((e: { id: string }) => e.id),
+      [mine.body.id],
+    );
     // The unrestricted key of the same organization sees both.
     const all = (await t.call('GET', '/api/v1/emails?limit=100')).body.data.map((e: { id: string }) => e.id);
     assert.ok(all.includes(mine.body.id) && all.includes(other.body.id));
@@ -46,14 +57,26 @@ describe('API: key scope, header key limits, recipients and schedules', function
   });
 
   it('counts an address once across to, cc and bcc, whatever its case', async () => {
-    const res = await t.call('POST', '/api/v1/emails', { body: { from: `app@${t.domain}`, to: ['Dup@Example.com'], cc: ['dup@example.com'], bcc: ['DUP@example.com', 'other@example.com'], subject: 's', text: 't' }, as: 'test' });
+    const res = await t.call('POST', '/api/v1/emails', {
+      body: {
+        from: `app@${t.domain}`,
+        to: ['Dup@Example.com'],
+        cc: ['dup@example.com'],
+        bcc: ['DUP@example.com', 'other@example.com'],
+        subject: 's',
+        text: 't',
+      },
+      as: 'test',
+    });
     const got = await t.call('GET', `/api/v1/emails/${res.body.id}`);
     const queued = got.body.events.filter((e: { type: string }) => e.type === 'queued').map((e: { recipient: string }) => e.recipient);
     assert.deepEqual(queued.sort(), ['dup@example.com', 'other@example.com']);
   });
 
   it('sends at once when scheduled_at is already past', async () => {
-    const res = await t.call('POST', '/api/v1/emails', { body: { from: `app@${t.domain}`, to: 'past@example.com', subject: 's', text: 't', scheduled_at: '2020-01-01T00:00:00Z' } });
+    const res = await t.call('POST', '/api/v1/emails', {
+      body: { from: `app@${t.domain}`, to: 'past@example.com', subject: 's', text: 't', scheduled_at: '2020-01-01T00:00:00Z' },
+    });
     assert.equal(res.status, 200);
     await waitFor(async () => (await t.call('GET', `/api/v1/emails/${res.body.id}`)).body.last_event === 'sent', 'past-scheduled send');
   });

@@ -20,11 +20,15 @@ describe('API: POST /emails', function () {
   /** Sends the headers of a body of `length` bytes and only its first bytes; resolves with the status if one comes anyway. */
   function statusBeforeBodyEnds(token: string, length: number): Promise<number> {
     return new Promise((resolve, reject) => {
-      const req = http.request(`${env.url}/api/v1/emails`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': length } }, (res) => {
-        res.resume();
-        resolve(res.statusCode!);
-        req.destroy();
-      });
+      const req = http.request(
+        `${env.url}/api/v1/emails`,
+        { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': length } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode!);
+          req.destroy();
+        },
+      );
       req.on('error', () => undefined);
       req.write('{"html": "');
       setTimeout(() => {
@@ -71,18 +75,27 @@ describe('API: POST /emails', function () {
   it('answers an unknown or revoked key with 401 before looking at the body, and stores nothing', async () => {
     const before = await countEmails();
     const wrong = 'svc_live_' + 'y'.repeat(32);
-    const revoked = (await t.call('POST', '/api/v1/keys', { as: 'admin', body: { name: 'to-revoke', permission: 'send', mode: 'live' } })).body;
+    const revoked = (await t.call('POST', '/api/v1/keys', { as: 'admin', body: { name: 'to-revoke', permission: 'send', mode: 'live' } }))
+      .body;
     assert.ok(revoked.token, JSON.stringify(revoked));
     assert.equal((await t.call('DELETE', `/api/v1/keys/${revoked.id}`, { as: 'admin' })).status, 200);
     for (const token of [wrong, revoked.token]) {
-      for (const [path, body] of [['/api/v1/emails', base()], ['/api/v1/emails', { to: 'nobody' }], ['/api/v1/emails/batch', [base()]], ['/api/v1/emails/batch', { not: 'an array' }]] as const) {
+      for (const [path, body] of [
+        ['/api/v1/emails', base()],
+        ['/api/v1/emails', { to: 'nobody' }],
+        ['/api/v1/emails/batch', [base()]],
+        ['/api/v1/emails/batch', { not: 'an array' }],
+      ] as const) {
         const res = await request(env.url, 'POST', path, { token, body });
         assert.equal(res.status, 401, `${path} ${JSON.stringify(body)}: ${JSON.stringify(res.body)}`);
         assert.equal(res.body.error.code, 'invalid_api_key');
       }
       // Malformed JSON and a wrong content type: still the key first.
       assert.equal((await request(env.url, 'POST', '/api/v1/emails', { token, raw: '{"from": ' })).status, 401);
-      assert.equal((await request(env.url, 'POST', '/api/v1/emails', { token, raw: 'a=b', contentType: 'application/x-www-form-urlencoded' })).status, 401);
+      assert.equal(
+        (await request(env.url, 'POST', '/api/v1/emails', { token, raw: 'a=b', contentType: 'application/x-www-form-urlencoded' })).status,
+        401,
+      );
       // A large body is not read for an unknown key: the answer comes while the body is still unsent.
       assert.equal(await statusBeforeBodyEnds(token, 600 * 1024), 401);
     }
@@ -91,7 +104,12 @@ describe('API: POST /emails', function () {
 
   it('sends a large message (its key is checked before the body is read) and charges it once', async () => {
     // At 1 request per second, a second charge for the same request would answer 429.
-    const { token } = await createKey(env.service.db.orm, t.orgId, { name: 'one-per-second', permission: 'send', mode: 'live', rateLimit: 1 });
+    const { token } = await createKey(env.service.db.orm, t.orgId, {
+      name: 'one-per-second',
+      permission: 'send',
+      mode: 'live',
+      rateLimit: 1,
+    });
     const res = await request(env.url, 'POST', '/api/v1/emails', { token, body: { ...base(), html: `<p>${'x'.repeat(600 * 1024)}</p>` } });
     assert.equal(res.status, 200, JSON.stringify(res.body));
     const got = (await t.call('GET', `/api/v1/emails/${res.body.id}`)).body;
@@ -116,7 +134,7 @@ describe('API: POST /emails', function () {
     assert.equal(method.body.error.code, 'method_not_allowed');
     assert.match(method.headers.get('allow') ?? '', /GET/);
     assert.match(method.headers.get('allow') ?? '', /POST/);
-    const empty = await t.call('POST', '/api/v1/emails', { raw: '' , contentType: 'application/json' });
+    const empty = await t.call('POST', '/api/v1/emails', { raw: '', contentType: 'application/json' });
     assert.equal(empty.status, 400);
     assert.equal(empty.body.error.code, 'invalid_json');
     const arr = await t.call('POST', '/api/v1/emails', { body: [base()] });
@@ -165,7 +183,14 @@ describe('API: POST /emails', function () {
     await rejects({ ...base(), headers: { 'X-Ok': 'a\r\nBcc: evil@example.com' } }, 422, 'validation_error');
     await rejects({ ...base(), headers: { 'X-Long': 'v'.repeat(1001) } }, 422, 'validation_error');
     const ok = await t.call('POST', '/api/v1/emails', {
-      body: { ...base(), headers: { 'X-Entity-Ref': 'abc', 'List-Unsubscribe': '<https://evil.example/u>', 'list-unsubscribe-post': 'List-Unsubscribe=One-Click' } },
+      body: {
+        ...base(),
+        headers: {
+          'X-Entity-Ref': 'abc',
+          'List-Unsubscribe': '<https://evil.example/u>',
+          'list-unsubscribe-post': 'List-Unsubscribe=One-Click',
+        },
+      },
     });
     assert.equal(ok.status, 200);
     const got = await t.call('GET', `/api/v1/emails/${ok.body.id}`);
@@ -178,11 +203,21 @@ describe('API: POST /emails', function () {
     await rejects({ ...base(), tags: [{ name: 'n', value: 'v'.repeat(257) }] }, 422, 'validation_error');
     await rejects({ ...base(), kind: 'k'.repeat(65) }, 422, 'validation_error');
     await rejects({ ...base(), tags: [{ name: 'kind', value: 'k'.repeat(65) }] }, 422, 'validation_error');
-    const res = await t.call('POST', '/api/v1/emails', { body: { ...base(), tags: [{ name: 'kind', value: 'receipt.order' }, { name: 'plan', value: 'pro' }] } });
+    const res = await t.call('POST', '/api/v1/emails', {
+      body: {
+        ...base(),
+        tags: [
+          { name: 'kind', value: 'receipt.order' },
+          { name: 'plan', value: 'pro' },
+        ],
+      },
+    });
     assert.equal(res.status, 200);
     const got = await t.call('GET', `/api/v1/emails/${res.body.id}`);
     assert.equal(got.body.kind, 'receipt.order');
-    const explicit = await t.call('POST', '/api/v1/emails', { body: { ...base(), kind: 'welcome', tags: [{ name: 'kind', value: 'receipt.order' }] } });
+    const explicit = await t.call('POST', '/api/v1/emails', {
+      body: { ...base(), kind: 'welcome', tags: [{ name: 'kind', value: 'receipt.order' }] },
+    });
     assert.equal((await t.call('GET', `/api/v1/emails/${explicit.body.id}`)).body.kind, 'welcome');
   });
 
@@ -222,7 +257,15 @@ describe('API: POST /emails', function () {
 
   it('stores attachments, lists their metadata and never returns content', async () => {
     const content = Buffer.from('%PDF-1.4 hello').toString('base64');
-    const res = await t.call('POST', '/api/v1/emails', { body: { ...base(), attachments: [{ filename: 'a.pdf', content, content_type: 'application/pdf' }, { filename: 'b.bin', content }] } });
+    const res = await t.call('POST', '/api/v1/emails', {
+      body: {
+        ...base(),
+        attachments: [
+          { filename: 'a.pdf', content, content_type: 'application/pdf' },
+          { filename: 'b.bin', content },
+        ],
+      },
+    });
     assert.equal(res.status, 200);
     const got = await t.call('GET', `/api/v1/emails/${res.body.id}`);
     assert.deepEqual(got.body.attachments, [
@@ -234,9 +277,23 @@ describe('API: POST /emails', function () {
 
   it('limits attachments to 10 files and 10 MiB decoded', async () => {
     const small = Buffer.from('x').toString('base64');
-    await rejects({ ...base(), attachments: Array.from({ length: 11 }, (_, i) => ({ filename: `f${i}`, content: small })) }, 422, 'validation_error');
+    await rejects(
+      { ...base(), attachments: Array.from({ length: 11 }, (_, i) => ({ filename: `f${i}`, content: small })) },
+      422,
+      'validation_error',
+    );
     const big = Buffer.alloc(5 * 1024 * 1024 + 1).toString('base64');
-    await rejects({ ...base(), attachments: [{ filename: 'a', content: big }, { filename: 'b', content: big }] }, 422, 'validation_error');
+    await rejects(
+      {
+        ...base(),
+        attachments: [
+          { filename: 'a', content: big },
+          { filename: 'b', content: big },
+        ],
+      },
+      422,
+      'validation_error',
+    );
     await rejects({ ...base(), attachments: [{ filename: 'a', content: 'not base64!!' }] }, 422, 'validation_error');
     await rejects({ ...base(), attachments: [{ filename: 'a\r\nX: y', content: small }] }, 422, 'validation_error');
   });
@@ -250,7 +307,16 @@ describe('API: POST /emails', function () {
 
   it('stores content exactly, whatever it holds: quotes, placeholders, JSON, astral and lone-surrogate characters', async () => {
     const tricky = `it's "quoted" \\ back\\slash ? $1 :name ?? {"json": [1]} ' -- ; drop table emails; 🎉`;
-    const res = await t.call('POST', '/api/v1/emails', { body: { ...base(), subject: tricky, text: tricky, html: `<p>${tricky}</p>`, tags: [{ name: 'note', value: tricky.slice(0, 200) }], headers: { 'X-Note': tricky } } });
+    const res = await t.call('POST', '/api/v1/emails', {
+      body: {
+        ...base(),
+        subject: tricky,
+        text: tricky,
+        html: `<p>${tricky}</p>`,
+        tags: [{ name: 'note', value: tricky.slice(0, 200) }],
+        headers: { 'X-Note': tricky },
+      },
+    });
     assert.equal(res.status, 200, JSON.stringify(res.body));
     const got = (await t.call('GET', `/api/v1/emails/${res.body.id}`)).body;
     assert.equal(got.subject, tricky);
@@ -280,7 +346,10 @@ describe('API: POST /emails', function () {
     assert.deepEqual(all.body.suppressed, ['gone@example.com']);
     const got = await t.call('GET', `/api/v1/emails/${all.body.id}`);
     assert.equal(got.body.last_event, 'suppressed');
-    assert.deepEqual(got.body.events.map((e: { type: string }) => e.type), ['suppressed']);
+    assert.deepEqual(
+      got.body.events.map((e: { type: string }) => e.type),
+      ['suppressed'],
+    );
     const cancel = await t.call('POST', `/api/v1/emails/${all.body.id}/cancel`);
     assert.equal(cancel.status, 409);
     // Suppression is per organization.
@@ -289,7 +358,7 @@ describe('API: POST /emails', function () {
     assert.equal(fine.body.suppressed, undefined);
   });
 
-  it('keeps organizations apart: another organization\'s email is 404', async () => {
+  it("keeps organizations apart: another organization's email is 404", async () => {
     const res = await t.call('POST', '/api/v1/emails', { body: base() });
     const other = await newTenant(env);
     assert.equal((await other.call('GET', `/api/v1/emails/${res.body.id}`)).status, 404);

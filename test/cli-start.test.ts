@@ -16,14 +16,19 @@ describe('svc start (what npm start runs) and the svc commands, on embedded defa
     const child = runSvc(['start'], env);
     const base = `http://127.0.0.1:${port}`;
     // While PostgreSQL is being initialised the port already answers, with 503.
-    const starting = await waitFor(async () => {
-      try {
-        const r = await fetch(`${base}/health`);
-        return r.status;
-      } catch {
-        return undefined;
-      }
-    }, 'the port to answer', 60_000, 20);
+    const starting = await waitFor(
+      async () => {
+        try {
+          const r = await fetch(`${base}/health`);
+          return r.status;
+        } catch {
+          return undefined;
+        }
+      },
+      'the port to answer',
+      60_000,
+      20,
+    );
     assert.equal(starting, 503, 'health is 503 before the database and engine are ready');
     await waitHealthy(base, child, 120_000);
     await waitFor(async () => child.output().includes('Ctrl-C'), 'banner');
@@ -42,7 +47,10 @@ describe('svc start (what npm start runs) and the svc commands, on embedded defa
     assert.ok(curl, 'curl printed');
     const sent = await request(base, 'POST', '/api/v1/emails', { token: creds.send_key, raw: curl[1] });
     assert.equal(sent.status, 200, JSON.stringify(sent.body));
-    await waitFor(async () => (await request(base, 'GET', `/api/v1/emails/${sent.body.id}`, { token: creds.send_key })).body.last_event === 'delivered', 'delivered to the dev inbox');
+    await waitFor(
+      async () => (await request(base, 'GET', `/api/v1/emails/${sent.body.id}`, { token: creds.send_key })).body.last_event === 'delivered',
+      'delivered to the dev inbox',
+    );
     const inbox = await request(base, 'GET', '/inbox/messages.json');
     const entry = inbox.body.data.find((m: { messageId: string }) => m.messageId === `<${sent.body.id}@sandbox.test>`);
     assert.ok(entry, 'in the dev inbox');
@@ -61,11 +69,20 @@ describe('svc start (what npm start runs) and the svc commands, on embedded defa
     // Without --verified: a DKIM key and the records to publish, pending until verified.
     const pending = await svcJson(['domain', 'create', '--org', org.id, '--name', 'Pending.Test'], env);
     assert.deepEqual([pending.name, pending.status], ['pending.test', 'pending']);
-    assert.deepEqual(pending.records.map((r: { purpose: string }) => r.purpose), ['dkim', 'return_path_mx', 'return_path_spf', 'dmarc']);
+    assert.deepEqual(
+      pending.records.map((r: { purpose: string }) => r.purpose),
+      ['dkim', 'return_path_mx', 'return_path_spf', 'dmarc'],
+    );
     assert.match(pending.records[0].value, /^v=DKIM1; k=rsa; p=/);
-    const key = await svcJson(['key', 'create', '--org', org.id, '--name', 'ci', '--permission', 'send', '--mode', 'test', '--domain', dom.id, '--rate', '50'], env);
+    const key = await svcJson(
+      ['key', 'create', '--org', org.id, '--name', 'ci', '--permission', 'send', '--mode', 'test', '--domain', dom.id, '--rate', '50'],
+      env,
+    );
     assert.match(key.token, /^svc_test_/);
-    const viaNewKey = await request(base, 'POST', '/api/v1/emails', { token: key.token, body: { from: 'n@second.test', to: 'x@example.com', subject: 'k', text: 't', kind: 'bulk.promo' } });
+    const viaNewKey = await request(base, 'POST', '/api/v1/emails', {
+      token: key.token,
+      body: { from: 'n@second.test', to: 'x@example.com', subject: 'k', text: 't', kind: 'bulk.promo' },
+    });
     assert.equal(viaNewKey.status, 200, JSON.stringify(viaNewKey.body));
 
     child.proc.kill('SIGINT');

@@ -5,12 +5,23 @@ import { waitFor } from './support/wait';
 describe('Delivery through the SendEmail workflow (embedded engine)', function () {
   let env: TestEnv;
   let t: Tenant;
-  const item = (extra: object = {}) => ({ from: `Shop <shop@${t.domain}>`, to: 'buyer@example.com', subject: 'Your order', html: '<p>Thanks</p>', text: 'Thanks', ...extra });
+  const item = (extra: object = {}) => ({
+    from: `Shop <shop@${t.domain}>`,
+    to: 'buyer@example.com',
+    subject: 'Your order',
+    html: '<p>Thanks</p>',
+    text: 'Thanks',
+    ...extra,
+  });
   const settled = (id: string, status: string) =>
-    waitFor(async () => {
-      const got = await t.call('GET', `/api/v1/emails/${id}`);
-      return got.body.last_event === status ? got.body : undefined;
-    }, `email ${id} to be ${status}`, 30_000);
+    waitFor(
+      async () => {
+        const got = await t.call('GET', `/api/v1/emails/${id}`);
+        return got.body.last_event === status ? got.body : undefined;
+      },
+      `email ${id} to be ${status}`,
+      30_000,
+    );
 
   before(async function () {
     this.timeout(60_000);
@@ -31,7 +42,11 @@ describe('Delivery through the SendEmail workflow (embedded engine)', function (
       const res = await t.call('POST', '/api/v1/emails', { body: item({ to }), as: 'test' });
       const body = await settled(res.body.id, status);
       assert.equal(body.mode, 'test');
-      assert.deepEqual(body.events.map((e: { type: string }) => e.type), events, to);
+      assert.deepEqual(
+        body.events.map((e: { type: string }) => e.type),
+        events,
+        to,
+      );
       if (to.startsWith('bounce')) assert.equal(body.events[2].bounce_type, 'hard');
     }
     assert.equal(env.sink.dataAttempts, before, 'test mode never talks SMTP');
@@ -44,8 +59,12 @@ describe('Delivery through the SendEmail workflow (embedded engine)', function (
     const attachment = Buffer.from('col1,col2\n1,2\n');
     const res = await t.call('POST', '/api/v1/emails', {
       body: item({
-        to: ['Buyer <buyer@example.com>'], cc: 'cc@example.com', bcc: ['hidden@example.com'], reply_to: 'help@example.com',
-        headers: { 'X-Entity-Ref-ID': 'order-42' }, attachments: [{ filename: 'order.csv', content: attachment.toString('base64'), content_type: 'text/csv' }],
+        to: ['Buyer <buyer@example.com>'],
+        cc: 'cc@example.com',
+        bcc: ['hidden@example.com'],
+        reply_to: 'help@example.com',
+        headers: { 'X-Entity-Ref-ID': 'order-42' },
+        attachments: [{ filename: 'order.csv', content: attachment.toString('base64'), content_type: 'text/csv' }],
       }),
     });
     const body = await settled(res.body.id, 'sent');
@@ -64,7 +83,9 @@ describe('Delivery through the SendEmail workflow (embedded engine)', function (
     assert.equal(p.attachments.length, 1);
     assert.equal(p.attachments[0].filename, 'order.csv');
     assert.deepEqual(p.attachments[0].content, attachment);
-    const types = body.events.filter((e: { recipient: string }) => e.recipient === 'buyer@example.com').map((e: { type: string }) => e.type);
+    const types = body.events
+      .filter((e: { recipient: string }) => e.recipient === 'buyer@example.com')
+      .map((e: { type: string }) => e.type);
     assert.deepEqual(types, ['queued', 'sent']);
     assert.ok(body.sent_at);
   });
@@ -89,7 +110,10 @@ describe('Delivery through the SendEmail workflow (embedded engine)', function (
     const res = await t.call('POST', '/api/v1/emails', { body: item({ to: 'busy@example.com' }) });
     const body = await settled(res.body.id, 'sent');
     assert.equal(env.sink.byMessageId(`<${res.body.id}@${t.domain}>`).length, 1);
-    assert.deepEqual(body.events.map((e: { type: string }) => e.type), ['queued', 'sent']);
+    assert.deepEqual(
+      body.events.map((e: { type: string }) => e.type),
+      ['queued', 'sent'],
+    );
   });
 
   it('transient failures that never clear end as failed after 4 attempts, with the reason', async function () {

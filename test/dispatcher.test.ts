@@ -57,28 +57,46 @@ describe('Dispatcher: the outbox holds the backlog and starts workflows as the e
   async function store(mode: KeyMode, n: number, extra: object = {}): Promise<string[]> {
     const ids: string[] = [];
     for (let i = 0; i < n; i++) {
-      const prepared = prepareEmail({ from: 'app@outbox.example.test', to: `r${i}@example.com`, subject: 's', text: 't', ...extra }, { inBatch: false, now: new Date() });
-      const [r] = await acceptEmails({ orm, dispatch: () => undefined, store: new GroupStore(orm, pino({ level: 'silent' })) }, { tokenHash: keys[mode] }, [prepared], { cost: 1, batch: false });
+      const prepared = prepareEmail(
+        { from: 'app@outbox.example.test', to: `r${i}@example.com`, subject: 's', text: 't', ...extra },
+        { inBatch: false, now: new Date() },
+      );
+      const [r] = await acceptEmails(
+        { orm, dispatch: () => undefined, store: new GroupStore(orm, pino({ level: 'silent' })) },
+        { tokenHash: keys[mode] },
+        [prepared],
+        { cost: 1, batch: false },
+      );
       assert.ok(!(r instanceof ApiError), String(r));
       ids.push(r.id);
     }
     return ids;
   }
-  const unstarted = async () => (await orm.em.fork().find(Email, { enqueuedAt: null }, { orderBy: { createdAt: 'asc', id: 'asc' } })).map((e) => e.id);
+  const unstarted = async () =>
+    (await orm.em.fork().find(Email, { enqueuedAt: null }, { orderBy: { createdAt: 'asc', id: 'asc' } })).map((e) => e.id);
 
   it('starts due messages only up to the room of their mode, oldest first; the rest wait in the outbox', async () => {
     const live = await store('live', 5);
     const test = await store('test', 2);
     engine.room = { live: 3, test: 0 };
     const pass = await dispatcher.runOnce();
-    assert.deepEqual(engine.started.map((j) => j.emailId), live.slice(0, 3));
+    assert.deepEqual(
+      engine.started.map((j) => j.emailId),
+      live.slice(0, 3),
+    );
     assert.equal(pass.full, true, 'a queue is full while mail waits: look again soon');
     assert.deepEqual(await unstarted(), [...live.slice(3), ...test]);
 
     engine.room = { live: 10, test: 10 };
     const next = await dispatcher.runOnce();
-    assert.deepEqual(engine.started.map((j) => j.emailId), [...live, ...test]);
-    assert.deepEqual(engine.started.map((j) => j.mode), ['live', 'live', 'live', 'live', 'live', 'test', 'test']);
+    assert.deepEqual(
+      engine.started.map((j) => j.emailId),
+      [...live, ...test],
+    );
+    assert.deepEqual(
+      engine.started.map((j) => j.mode),
+      ['live', 'live', 'live', 'live', 'live', 'test', 'test'],
+    );
     assert.equal(next.full, false);
     assert.deepEqual(await unstarted(), []);
   });
@@ -89,7 +107,10 @@ describe('Dispatcher: the outbox holds the backlog and starts workflows as the e
     const now = await store('live', 1);
     engine.room = { live: 0, test: 0 };
     await dispatcher.runOnce();
-    assert.deepEqual(engine.started.map((j) => [j.emailId, j.notBeforeMs]), later.map((id) => [id, at.getTime()]));
+    assert.deepEqual(
+      engine.started.map((j) => [j.emailId, j.notBeforeMs]),
+      later.map((id) => [id, at.getTime()]),
+    );
     assert.deepEqual(await unstarted(), now);
   });
 
@@ -112,7 +133,10 @@ describe('Dispatcher: the outbox holds the backlog and starts workflows as the e
     assert.deepEqual(await unstarted(), [id]);
     engine.startSendEmail = start;
     await dispatcher.runOnce();
-    assert.deepEqual(engine.started.map((j) => j.emailId), [id]);
+    assert.deepEqual(
+      engine.started.map((j) => j.emailId),
+      [id],
+    );
     assert.deepEqual(await unstarted(), []);
   });
 });

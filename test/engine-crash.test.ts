@@ -22,7 +22,13 @@ describe('Engine: a worker killed mid-delivery resumes after restart', function 
   it('sends exactly once and loses nothing', async () => {
     const databaseUrl = await newDatabase('svc_crash');
     const port = await freePort();
-    const env = { DATABASE_URL: databaseUrl, SMTP_URL: `smtp://127.0.0.1:${sink.port}`, PORT: String(port), DATA_DIR: tempDir('svc-crash'), RETRY_BASE_SECONDS: '1' };
+    const env = {
+      DATABASE_URL: databaseUrl,
+      SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
+      PORT: String(port),
+      DATA_DIR: tempDir('svc-crash'),
+      RETRY_BASE_SECONDS: '1',
+    };
     const base = `http://127.0.0.1:${port}`;
 
     child = runSvc(['start'], env);
@@ -35,7 +41,10 @@ describe('Engine: a worker killed mid-delivery resumes after restart', function 
     // The relay takes the whole message but never answers DATA: the worker is mid-send.
     sink.holdData = true;
     const inData = new Promise<void>((resolve) => (sink.onDataStarted = resolve));
-    const res = await request(base, 'POST', '/api/v1/emails', { token: key.token, body: { from: 'app@crash.example.test', to: 'victim@example.com', subject: 'Crash', text: 'once' } });
+    const res = await request(base, 'POST', '/api/v1/emails', {
+      token: key.token,
+      body: { from: 'app@crash.example.test', to: 'victim@example.com', subject: 'Crash', text: 'once' },
+    });
     assert.equal(res.status, 200);
     const id = res.body.id;
     await inData;
@@ -46,15 +55,22 @@ describe('Engine: a worker killed mid-delivery resumes after restart', function 
     sink.holdData = false;
     child = runSvc(['start'], env);
     await waitHealthy(base, child);
-    const final = await waitFor(async () => {
-      const got = await request(base, 'GET', `/api/v1/emails/${id}`, { token: key.token });
-      return got.body.last_event === 'sent' ? got.body : undefined;
-    }, 'recovered delivery', 60_000);
+    const final = await waitFor(
+      async () => {
+        const got = await request(base, 'GET', `/api/v1/emails/${id}`, { token: key.token });
+        return got.body.last_event === 'sent' ? got.body : undefined;
+      },
+      'recovered delivery',
+      60_000,
+    );
     await new Promise((r) => setTimeout(r, 1000));
     const received = sink.byMessageId(`<${id}@crash.example.test>`);
     assert.equal(received.length, 1, 'delivered exactly once');
     assert.equal(sink.dataAttempts, 2, 'one interrupted attempt, one completed');
-    assert.deepEqual(final.events.map((e: { type: string }) => e.type), ['queued', 'sent']);
+    assert.deepEqual(
+      final.events.map((e: { type: string }) => e.type),
+      ['queued', 'sent'],
+    );
 
     child.proc.kill('SIGINT');
     assert.equal(await child.exited, 0, 'Ctrl-C shuts down cleanly');

@@ -45,16 +45,22 @@ const drivers: Record<string, Driver> = {
 
 let tenant: Tenant;
 async function send(t: Tenant, to: string, extra: object = {}): Promise<string> {
-  const res = await t.call('POST', '/api/v1/emails', { body: { from: `Parity <parity@${t.domain}>`, to, subject: 'Parity', text: 'Same on both engines', ...extra } });
+  const res = await t.call('POST', '/api/v1/emails', {
+    body: { from: `Parity <parity@${t.domain}>`, to, subject: 'Parity', text: 'Same on both engines', ...extra },
+  });
   assert.equal(res.status, 200, JSON.stringify(res.body));
   return res.body.id;
 }
 
 async function workflowResult(id: string): Promise<unknown> {
-  const status = await waitFor(async () => {
-    const s = await DBOS.getWorkflowStatus(id);
-    return s && ['SUCCESS', 'ERROR'].includes(s.status) ? s : undefined;
-  }, `workflow ${id} to finish`, 40_000);
+  const status = await waitFor(
+    async () => {
+      const s = await DBOS.getWorkflowStatus(id);
+      return s && ['SUCCESS', 'ERROR'].includes(s.status) ? s : undefined;
+    },
+    `workflow ${id} to finish`,
+    40_000,
+  );
   assert.equal(status.status, 'SUCCESS', String(status.error));
   return status.output;
 }

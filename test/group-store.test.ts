@@ -31,8 +31,15 @@ describe('GroupStore: concurrent sends share one statement, and each is answered
   after(async () => orm.close());
 
   const send = (store: GroupStore, key: string, from: string, to: string) =>
-    acceptEmails({ orm, dispatch: () => undefined, store }, { tokenHash: key }, [prepareEmail({ from, to, subject: 's', text: 't' }, { inBatch: false, now: new Date() })], { cost: 1, batch: false })
-      .then(([r]) => r, (err: unknown) => err);
+    acceptEmails(
+      { orm, dispatch: () => undefined, store },
+      { tokenHash: key },
+      [prepareEmail({ from, to, subject: 's', text: 't' }, { inBatch: false, now: new Date() })],
+      { cost: 1, batch: false },
+    ).then(
+      ([r]) => r,
+      (err: unknown) => err,
+    );
 
   it('stores each organization its own messages, refuses unknown keys, foreign domains and a spent rate, all in a few statements', async () => {
     const store = new GroupStore(orm, pino({ level: 'silent' }));
@@ -74,14 +81,39 @@ describe('GroupStore: concurrent sends share one statement, and each is answered
     // A row the database refuses (recipients.field is to, cc or bcc): the statement holding it fails.
     const id = uuidv7();
     const bad = store
-      .store({ tokenHash: a.key, cost: 1, batch: false, emails: [{ id, at: new Date().toISOString(), from_domain: a.domain, bulk: false, from_address: `app@${a.domain}`, to_addresses: ['z@example.com'], cc_addresses: [], bcc_addresses: [], subject: 's', text: 't', headers: {}, tags: [] }], recipients: [{ id: uuidv7(), email_id: id, address: 'z@example.com', field: 'xx' }], attachments: [] })
-      .then(() => 'stored', (err: Error) => err.message);
+      .store({
+        tokenHash: a.key,
+        cost: 1,
+        batch: false,
+        emails: [
+          {
+            id,
+            at: new Date().toISOString(),
+            from_domain: a.domain,
+            bulk: false,
+            from_address: `app@${a.domain}`,
+            to_addresses: ['z@example.com'],
+            cc_addresses: [],
+            bcc_addresses: [],
+            subject: 's',
+            text: 't',
+            headers: {},
+            tags: [],
+          },
+        ],
+        recipients: [{ id: uuidv7(), email_id: id, address: 'z@example.com', field: 'xx' }],
+        attachments: [],
+      })
+      .then(
+        () => 'stored',
+        (err: Error) => err.message,
+      );
     const others = Array.from({ length: 3 }, (_, i) => send(store, a.key, `app@${a.domain}`, `other${i}@example.com`));
     const [g, b, ...o] = await Promise.all([good, bad, ...others]);
     assert.match(b as string, /recipients_field_check|check constraint/);
     for (const r of [g, ...o]) {
       assert.ok(!(r instanceof Error), String(r));
-      assert.equal((await orm.em.fork().count(Recipient, { emailId: (r as Accepted).id })), 1);
+      assert.equal(await orm.em.fork().count(Recipient, { emailId: (r as Accepted).id }), 1);
     }
     assert.equal(await orm.em.fork().count(Email, { id }), 0, 'nothing of the faulty request is stored');
   });

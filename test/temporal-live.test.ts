@@ -51,11 +51,29 @@ describe('Temporal engine, live: the API and workers against a real Temporal ser
     const databaseUrl = await newDatabase('svc_temporal');
     // A task queue of its own, so a shared server's other workers never pick these up.
     const queue = `svc-mail-test-${Date.now()}`;
-    temporal = readConfig({ ENGINE: 'temporal', TEMPORAL_ADDRESS: address!, TEMPORAL_NAMESPACE: process.env.TEMPORAL_NAMESPACE ?? 'default', TEMPORAL_TASK_QUEUE: queue, CONFIRMATION_WINDOW_HOURS: '1' }).temporal!;
+    temporal = readConfig({
+      ENGINE: 'temporal',
+      TEMPORAL_ADDRESS: address!,
+      TEMPORAL_NAMESPACE: process.env.TEMPORAL_NAMESPACE ?? 'default',
+      TEMPORAL_TASK_QUEUE: queue,
+      CONFIRMATION_WINDOW_HOURS: '1',
+    }).temporal!;
     service = await startService(testConfig({ databaseUrl, smtpUrl, engine: 'temporal', temporal }), { log });
     workerOrm = await openOrm(service.db.url, 5);
-    const activities = createActivities({ orm: workerOrm, mailer: createSmtpMailer(smtpUrl, false), clock: { now: () => new Date() }, log, dns: createDnsResolver(undefined) });
-    worker = await runTemporalWorker({ settings: { ...temporal, retryBaseSeconds: 1 }, activities, sendRatePerSecond: 12, concurrency: 8, log });
+    const activities = createActivities({
+      orm: workerOrm,
+      mailer: createSmtpMailer(smtpUrl, false),
+      clock: { now: () => new Date() },
+      log,
+      dns: createDnsResolver(undefined),
+    });
+    worker = await runTemporalWorker({
+      settings: { ...temporal, retryBaseSeconds: 1 },
+      activities,
+      sendRatePerSecond: 12,
+      concurrency: 8,
+      log,
+    });
     const org = await createOrganization(service.db.orm, 'Temporal live');
     domain = (await createDomain(service.db.orm, org.id, `temporal-${Date.now()}.example.test`, { verified: true })).name;
     const keys = {
@@ -74,15 +92,24 @@ describe('Temporal engine, live: the API and workers against a real Temporal ser
   });
 
   const send = async (extra: object = {}, as: 'send' | 'test' = 'send') => {
-    const res = await call('POST', '/api/v1/emails', { from: `Live <live@${domain}>`, to: 'someone@example.com', subject: 'On Temporal', text: 'hi', ...extra }, as);
+    const res = await call(
+      'POST',
+      '/api/v1/emails',
+      { from: `Live <live@${domain}>`, to: 'someone@example.com', subject: 'On Temporal', text: 'hi', ...extra },
+      as,
+    );
     assert.equal(res.status, 200, JSON.stringify(res.body));
     return (res.body as { id: string }).id;
   };
   const settled = (id: string, status: string) =>
-    waitFor(async () => {
-      const got = await call('GET', `/api/v1/emails/${id}`);
-      return (got.body as { last_event: string }).last_event === status ? got.body : undefined;
-    }, `email ${id} to be ${status}`, 60_000);
+    waitFor(
+      async () => {
+        const got = await call('GET', `/api/v1/emails/${id}`);
+        return (got.body as { last_event: string }).last_event === status ? got.body : undefined;
+      },
+      `email ${id} to be ${status}`,
+      60_000,
+    );
 
   it('delivers live mail through the rate-limited delivery queue, once', async () => {
     const to = `once-${Date.now()}@example.com`;

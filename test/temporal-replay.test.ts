@@ -30,7 +30,10 @@ describe('Temporal engine: bundled workflows replayed through the real worker', 
   it('refuses to bundle workflow code that imports activity implementations or Node modules', async () => {
     const errors: string[] = [];
     const collect = { ...silent, error: (m: string, meta?: unknown) => errors.push(`${m} ${JSON.stringify(meta ?? '')}`) };
-    await assert.rejects(bundleWorkflowCode({ workflowsPath: path.join(__dirname, 'fixtures', 'bad-workflow.ts'), logger: collect }), /Webpack finished with errors/);
+    await assert.rejects(
+      bundleWorkflowCode({ workflowsPath: path.join(__dirname, 'fixtures', 'bad-workflow.ts'), logger: collect }),
+      /Webpack finished with errors/,
+    );
     // The bundler names what was refused: Node built-ins pulled in through the activities.
     assert.match(errors.join('\n'), /disallowed|node:|Can't resolve/i, errors.join('\n').slice(0, 2000));
   });
@@ -54,7 +57,9 @@ describe('Temporal engine: bundled workflows replayed through the real worker', 
   /** Pending on the first check, verified on the second after a 60 s timer; wrong: no wait between checks. */
   function domainHistory(wrong: boolean): HistoryBuilder {
     const id = '019a0000-0000-7000-8000-0000000000d1';
-    const h = new HistoryBuilder(DOMAIN_VERIFICATION_WORKFLOW, TASK_QUEUE, [{ domainId: id, firstDelayMs: 60_000, maxDelayMs: 3_600_000, windowMs: 72 * 3_600_000 }]).workflowTask();
+    const h = new HistoryBuilder(DOMAIN_VERIFICATION_WORKFLOW, TASK_QUEUE, [
+      { domainId: id, firstDelayMs: 60_000, maxDelayMs: 3_600_000, windowMs: 72 * 3_600_000 },
+    ]).workflowTask();
     const first = h.scheduleActivity('checkDomain', [id]);
     h.advance(20).completeActivity(first, { status: 'pending' });
     h.workflowTask();
@@ -73,6 +78,9 @@ describe('Temporal engine: bundled workflows replayed through the real worker', 
   });
 
   it('fails with a determinism error on a DomainVerification history without the backoff timer', async () => {
-    await assert.rejects(Worker.runReplayHistory({ workflowBundle: bundle }, domainHistory(true).history(), 'wrong-domain'), DeterminismViolationError);
+    await assert.rejects(
+      Worker.runReplayHistory({ workflowBundle: bundle }, domainHistory(true).history(), 'wrong-domain'),
+      DeterminismViolationError,
+    );
   });
 });

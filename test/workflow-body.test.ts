@@ -47,7 +47,11 @@ describe('Workflow body: SendEmail', () => {
   });
 
   it('ends without sending when canceled while scheduled', async () => {
-    const h = harness({ load: { status: 'queued', scheduledAtMs: 50_000 }, claims: [{ outcome: 'not_queued', status: 'canceled' }], signalAt: 2_000 });
+    const h = harness({
+      load: { status: 'queued', scheduledAtMs: 50_000 },
+      claims: [{ outcome: 'not_queued', status: 'canceled' }],
+      signalAt: 2_000,
+    });
     assert.deepEqual(await sendEmailWorkflow(h.ctx, { emailId: 'e1' }), { status: 'canceled' });
     assert.equal(h.waits[0].signaled, true);
     assert.ok(!h.calls.includes('deliver'));
@@ -77,9 +81,15 @@ describe('Workflow body: SendEmail', () => {
   });
 
   it('stays queued until a deferral ends, then sends (the seam for daily caps)', async () => {
-    const h = harness({ load: { status: 'queued', scheduledAtMs: null }, claims: [{ outcome: 'deferred', untilMs: 86_400_000 }, { outcome: 'claimed' }] });
+    const h = harness({
+      load: { status: 'queued', scheduledAtMs: null },
+      claims: [{ outcome: 'deferred', untilMs: 86_400_000 }, { outcome: 'claimed' }],
+    });
     await sendEmailWorkflow(h.ctx, { emailId: 'e1' });
-    assert.deepEqual(h.waits.map((w) => w.deadline), [86_400_000]);
+    assert.deepEqual(
+      h.waits.map((w) => w.deadline),
+      [86_400_000],
+    );
     assert.deepEqual(h.calls, ['loadForSend', 'claimForDelivery', 'claimForDelivery', 'deliver']);
   });
 
@@ -113,7 +123,11 @@ describe('Workflow body: DomainVerification', () => {
   }
 
   it('re-checks with doubling delays, capped, until verified', async () => {
-    const r = run(['pending', 'pending', 'pending', 'pending', 'verified'], { firstDelayMs: 60_000, maxDelayMs: 200_000, windowMs: 3_600_000 });
+    const r = run(['pending', 'pending', 'pending', 'pending', 'verified'], {
+      firstDelayMs: 60_000,
+      maxDelayMs: 200_000,
+      windowMs: 3_600_000,
+    });
     assert.deepEqual(await r.result, { status: 'verified', checks: 5 });
     assert.deepEqual(r.sleeps, [60_000, 120_000, 200_000, 200_000]);
   });

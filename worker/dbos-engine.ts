@@ -5,9 +5,20 @@ import type { WorkflowContext } from '../workflows/context';
 import { retryPolicy, type RetryClass } from '../workflows/context';
 import type { SendEmailActivities } from '../activities/send-email-types';
 import type { DomainVerificationActivities } from '../activities/domain-verification-types';
-import { sendEmailWorkflow, sendEmailActivityRetry, SEND_EMAIL_WORKFLOW, CANCEL_SIGNAL, type SendEmailInput } from '../workflows/send-email';
+import {
+  sendEmailWorkflow,
+  sendEmailActivityRetry,
+  SEND_EMAIL_WORKFLOW,
+  CANCEL_SIGNAL,
+  type SendEmailInput,
+} from '../workflows/send-email';
 import type { Engine, SendEmailJob } from './engine';
-import { domainVerificationWorkflow, domainVerificationActivityRetry, DOMAIN_VERIFICATION_WORKFLOW, type DomainVerificationInput } from '../workflows/domain-verification';
+import {
+  domainVerificationWorkflow,
+  domainVerificationActivityRetry,
+  DOMAIN_VERIFICATION_WORKFLOW,
+  type DomainVerificationInput,
+} from '../workflows/domain-verification';
 import type { Logger } from '../server/logger';
 
 export interface DbosEngineOptions {
@@ -68,14 +79,20 @@ export async function startDbosEngine(opts: DbosEngineOptions): Promise<Engine> 
     registered = DBOS.registerWorkflow(
       async (input: SendEmailInput) => {
         if (!current) throw new Error('embedded engine not started');
-        return sendEmailWorkflow(dbosContext<SendEmailActivities>(current.activities, sendEmailActivityRetry, current.retryBaseSeconds), input);
+        return sendEmailWorkflow(
+          dbosContext<SendEmailActivities>(current.activities, sendEmailActivityRetry, current.retryBaseSeconds),
+          input,
+        );
       },
       { name: SEND_EMAIL_WORKFLOW },
     );
     registeredDomain = DBOS.registerWorkflow(
       async (input: DomainVerificationInput) => {
         if (!current) throw new Error('embedded engine not started');
-        return domainVerificationWorkflow(dbosContext<DomainVerificationActivities>(current.activities, domainVerificationActivityRetry, current.retryBaseSeconds), input);
+        return domainVerificationWorkflow(
+          dbosContext<DomainVerificationActivities>(current.activities, domainVerificationActivityRetry, current.retryBaseSeconds),
+          input,
+        );
       },
       { name: DOMAIN_VERIFICATION_WORKFLOW },
     );
@@ -102,7 +119,11 @@ export async function startDbosEngine(opts: DbosEngineOptions): Promise<Engine> 
     minPollingIntervalMs: 100,
     onConflict: 'always_update',
   });
-  await DBOS.registerQueue(SIMULATION_QUEUE, { workerConcurrency: opts.workerConcurrency, minPollingIntervalMs: 100, onConflict: 'always_update' });
+  await DBOS.registerQueue(SIMULATION_QUEUE, {
+    workerConcurrency: opts.workerConcurrency,
+    minPollingIntervalMs: 100,
+    onConflict: 'always_update',
+  });
   // Enough started work to keep each queue busy for a while; the backlog past it waits in the outbox.
   const highWater = {
     live: Math.max(opts.workerConcurrency * 4, opts.sendRatePerSecond * 5),

@@ -42,7 +42,11 @@ export class Dispatcher {
   /** Until when kicks wait, because the last pass found a queue full. */
   private fullUntil = 0;
 
-  constructor(private readonly orm: Orm, private readonly engine: Engine, private readonly log: Logger) {}
+  constructor(
+    private readonly orm: Orm,
+    private readonly engine: Engine,
+    private readonly log: Logger,
+  ) {}
 
   start(): void {
     this.schedule(0);
@@ -58,10 +62,13 @@ export class Dispatcher {
   /** Asks for a run within a few milliseconds; kicks in between coalesce, so a pass starts many. */
   kick(): void {
     if (this.stopped || this.soon) return;
-    this.soon = setTimeout(() => {
-      this.soon = undefined;
-      this.run();
-    }, Math.max(COALESCE_MS, this.fullUntil - Date.now()));
+    this.soon = setTimeout(
+      () => {
+        this.soon = undefined;
+        this.run();
+      },
+      Math.max(COALESCE_MS, this.fullUntil - Date.now()),
+    );
   }
 
   private run(): void {
@@ -118,7 +125,11 @@ export class Dispatcher {
       if (rows.length === 0) return pass;
       // Every message gets its workflow, even one canceled meanwhile: the workflow records the outcome.
       const done: string[] = [];
-      const jobs: SendEmailJob[] = rows.map((e) => ({ emailId: e.id, mode: e.mode, notBeforeMs: e.scheduledAt ? e.scheduledAt.getTime() : null }));
+      const jobs: SendEmailJob[] = rows.map((e) => ({
+        emailId: e.id,
+        mode: e.mode,
+        notBeforeMs: e.scheduledAt ? e.scheduledAt.getTime() : null,
+      }));
       await Promise.all(
         jobs.map(async (job) => {
           try {

@@ -8,8 +8,15 @@ import { verificationWorkflowId, type DomainVerificationInput } from '../workflo
  * Starts a domain's verification loop, one per generation: a restart after the window ended gets a
  * new workflow id. Starting a loop that runs, or ran, is a no-op. Used by the API and the sweep.
  */
-export function startVerificationLoop(engine: Engine, domain: Pick<Domain, 'id' | 'verificationGeneration'>, timing: VerificationTiming): Promise<void> {
-  return engine.startDomainVerification(verificationWorkflowId(domain.id, domain.verificationGeneration), { domainId: domain.id, ...timing });
+export function startVerificationLoop(
+  engine: Engine,
+  domain: Pick<Domain, 'id' | 'verificationGeneration'>,
+  timing: VerificationTiming,
+): Promise<void> {
+  return engine.startDomainVerification(verificationWorkflowId(domain.id, domain.verificationGeneration), {
+    domainId: domain.id,
+    ...timing,
+  });
 }
 
 type VerificationTiming = Omit<DomainVerificationInput, 'domainId'>;
@@ -51,11 +58,13 @@ export class DomainVerificationSweep {
 
   /** One pass; returns the ids of the domains whose loop it (re)started or found running. */
   async runOnce(): Promise<string[]> {
-    const pending = await this.orm.em.fork().find(
-      Domain,
-      { status: 'pending', deletedAt: null, verifyingUntil: { $gt: new Date() } },
-      { fields: ['id', 'verificationGeneration'], orderBy: { createdAt: 'asc' } },
-    );
+    const pending = await this.orm.em
+      .fork()
+      .find(
+        Domain,
+        { status: 'pending', deletedAt: null, verifyingUntil: { $gt: new Date() } },
+        { fields: ['id', 'verificationGeneration'], orderBy: { createdAt: 'asc' } },
+      );
     const started: string[] = [];
     for (const d of pending) {
       try {

@@ -33,7 +33,10 @@ export async function startTemporalEngine(settings: TemporalSettings, log: Logge
   });
   const client = new Client({ connection, namespace: settings.namespace });
   let running = true;
-  log.info({ address: settings.connection.address, namespace: settings.namespace, taskQueue: settings.taskQueue }, 'temporal engine connected');
+  log.info(
+    { address: settings.connection.address, namespace: settings.namespace, taskQueue: settings.taskQueue },
+    'temporal engine connected',
+  );
 
   async function signal(emailId: string, name: string): Promise<void> {
     try {
@@ -53,8 +56,11 @@ export async function startTemporalEngine(settings: TemporalSettings, log: Logge
   async function start(workflowType: string, workflowId: string, input: unknown): Promise<void> {
     try {
       await client.workflow.start(workflowType, {
-        taskQueue: settings.taskQueue, workflowId, args: [input],
-        workflowIdConflictPolicy: 'USE_EXISTING', workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        taskQueue: settings.taskQueue,
+        workflowId,
+        args: [input],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
       });
     } catch (err) {
       if (err instanceof WorkflowExecutionAlreadyStartedError) return;

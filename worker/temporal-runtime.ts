@@ -11,7 +11,8 @@ let installed = false;
 export function installTemporalRuntime(log: Logger): void {
   if (installed) return;
   installed = true;
-  const to = (level: 'trace' | 'debug' | 'info' | 'warn' | 'error') => (message: string, meta?: LogMetadata) => log[level]({ ...meta }, message);
+  const to = (level: 'trace' | 'debug' | 'info' | 'warn' | 'error') => (message: string, meta?: LogMetadata) =>
+    log[level]({ ...meta }, message);
   const logger: TemporalLogger = {
     log: (level: LogLevel, message: string, meta?: LogMetadata) => to(level.toLowerCase() as 'info')(message, meta),
     trace: to('trace'),

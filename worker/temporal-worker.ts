@@ -46,7 +46,10 @@ export async function runTemporalWorker(opts: TemporalWorkerOptions): Promise<Ru
     maxTaskQueueActivitiesPerSecond: opts.sendRatePerSecond,
     maxConcurrentActivityTaskExecutions: opts.concurrency,
   });
-  log.info({ taskQueue: settings.taskQueue, deliveryTaskQueue: settings.deliveryTaskQueue, sendRatePerSecond: opts.sendRatePerSecond }, 'temporal worker running');
+  log.info(
+    { taskQueue: settings.taskQueue, deliveryTaskQueue: settings.deliveryTaskQueue, sendRatePerSecond: opts.sendRatePerSecond },
+    'temporal worker running',
+  );
   const done = Promise.all([main.run(), delivery.run()]).then(
     async () => {
       await connection.close();

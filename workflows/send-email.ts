@@ -39,10 +39,7 @@ export const sendEmailActivityRetry: Record<keyof SendEmailActivities, RetryClas
  * is a no-op. Who wins between cancel and pick-up is decided by a conditional update in the
  * database (claimForDelivery), never here.
  */
-export async function sendEmailWorkflow(
-  ctx: WorkflowContext<SendEmailActivities>,
-  input: SendEmailInput,
-): Promise<SendEmailResult> {
+export async function sendEmailWorkflow(ctx: WorkflowContext<SendEmailActivities>, input: SendEmailInput): Promise<SendEmailResult> {
   const a = ctx.activities;
   const plan = await a.loadForSend(input.emailId);
   if (plan.status !== 'queued') return { status: plan.status };

@@ -20,7 +20,9 @@ export function auditLogRoutes(deps: { orm: Orm }): Router {
     const after = q.cursor !== undefined ? decodeCursor(q.cursor) : null;
     const where = {
       organizationId: a.organization.id,
-      ...(after ? { $or: [{ createdAt: { $lt: new Date(after.createdAt) } }, { createdAt: new Date(after.createdAt), id: { $lt: after.id } }] } : {}),
+      ...(after
+        ? { $or: [{ createdAt: { $lt: new Date(after.createdAt) } }, { createdAt: new Date(after.createdAt), id: { $lt: after.id } }] }
+        : {}),
     };
     const rows = await deps.orm.em.fork().find(AuditEntry, where, { orderBy: { createdAt: 'desc', id: 'desc' }, limit: q.limit + 1 });
     const page = rows.slice(0, q.limit);

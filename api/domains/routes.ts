@@ -68,20 +68,28 @@ export function domainRoutes(deps: DomainRoutesDeps): Router {
     const valid: CreateDomainBody = await readValidBody(ctx, createDomainSchema, deps.maxBodyBytes);
     const body = { ...valid, name: normalizeDomainName(valid.name) };
     if (body.dns_provider === 'cloudflare') {
-      throw validationError('dns_provider cloudflare (records published for you) is only offered to internal organizations; use manual and publish the records yourself', [
-        { field: 'dns_provider', message: 'only manual is available' },
-      ]);
+      throw validationError(
+        'dns_provider cloudflare (records published for you) is only offered to internal organizations; use manual and publish the records yourself',
+        [{ field: 'dns_provider', message: 'only manual is available' }],
+      );
     }
     const em = orm.em.fork();
     const now = deps.domains.clock.now();
-    const domain = newDomain(a.organization.id, body.name, { stream: body.stream, dnsProvider: body.dns_provider, identity: deps.domains, now, verifyWindowMs: deps.domains.verification.windowMs });
+    const domain = newDomain(a.organization.id, body.name, {
+      stream: body.stream,
+      dnsProvider: body.dns_provider,
+      identity: deps.domains,
+      now,
+      verifyWindowMs: deps.domains.verification.windowMs,
+    });
     em.persist(domain);
     audit(em, a, 'domain.created', { type: 'domain', id: domain.id }, { name: domain.name, stream: domain.stream });
     try {
       await em.flush();
     } catch (err) {
       // The partial unique index on (organization, name) of undeleted domains decides.
-      if (err instanceof UniqueConstraintViolationException) throw new ApiError(409, 'domain_exists', `${body.name} is already a domain of this organization`);
+      if (err instanceof UniqueConstraintViolationException)
+        throw new ApiError(409, 'domain_exists', `${body.name} is already a domain of this organization`);
       throw err;
     }
     await startLoop(domain);
@@ -91,7 +99,9 @@ export function domainRoutes(deps: DomainRoutesDeps): Router {
 
   router.get('/domains', admin, async (ctx) => {
     const a = auth(ctx);
-    const rows = await orm.em.fork().find(Domain, { organizationId: a.organization.id, deletedAt: null }, { orderBy: { createdAt: 'desc', id: 'desc' } });
+    const rows = await orm.em
+      .fork()
+      .find(Domain, { organizationId: a.organization.id, deletedAt: null }, { orderBy: { createdAt: 'desc', id: 'desc' } });
     ctx.body = { object: 'list', data: rows.filter((d) => visible(a, d)).map(presentDomain) };
   });
 

@@ -12,9 +12,21 @@ export const createDomainSchema = yup
       .string()
       .strict()
       .required()
-      .test('hostname', 'name must be a domain name such as mail.example.com', (v) => v === undefined || HOSTNAME.test(normalizeDomainName(v))),
-    dns_provider: yup.string().strict().oneOf(['manual', 'cloudflare'] as const).default('manual'),
-    stream: yup.string().strict().oneOf(['transactional', 'bulk'] as const).default('transactional'),
+      .test(
+        'hostname',
+        'name must be a domain name such as mail.example.com',
+        (v) => v === undefined || HOSTNAME.test(normalizeDomainName(v)),
+      ),
+    dns_provider: yup
+      .string()
+      .strict()
+      .oneOf(['manual', 'cloudflare'] as const)
+      .default('manual'),
+    stream: yup
+      .string()
+      .strict()
+      .oneOf(['transactional', 'bulk'] as const)
+      .default('transactional'),
   })
   .noUnknown(({ unknown }) => `unknown field(s): ${unknown}`)
   .strict();

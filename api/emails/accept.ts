@@ -35,7 +35,12 @@ export interface AcceptOptions {
  * Idempotency keys are unique per organization in the database, so concurrent duplicates resolve
  * to one message. A replay of a message stored but never queued queues it.
  */
-export async function acceptEmails(deps: AcceptDeps, credentials: Credentials, items: PreparedEmail[], opts: AcceptOptions): Promise<(Accepted | ApiError)[]> {
+export async function acceptEmails(
+  deps: AcceptDeps,
+  credentials: Credentials,
+  items: PreparedEmail[],
+  opts: AcceptOptions,
+): Promise<(Accepted | ApiError)[]> {
   const results: (Accepted | ApiError)[] = new Array(items.length);
   const now = new Date();
   const emails: StoreRequest['emails'] = [];
@@ -74,11 +79,26 @@ export async function acceptEmails(deps: AcceptDeps, credentials: Credentials, i
     });
     for (const r of item.recipients) recipients.push({ id: uuidv7(), email_id: id, address: r.address, field: r.field });
     item.attachments.forEach((a, position) => {
-      attachments.push({ id: uuidv7(), email_id: id, position, filename: a.filename, content_type: a.contentType, size: a.content.length, content: a.content.toString('base64') });
+      attachments.push({
+        id: uuidv7(),
+        email_id: id,
+        position,
+        filename: a.filename,
+        content_type: a.contentType,
+        size: a.content.length,
+        content: a.content.toString('base64'),
+      });
     });
   });
 
-  const row = await deps.store.store({ tokenHash: credentials.tokenHash, cost: opts.cost, batch: opts.batch, emails, recipients, attachments });
+  const row = await deps.store.store({
+    tokenHash: credentials.tokenHash,
+    cost: opts.cost,
+    batch: opts.batch,
+    emails,
+    recipients,
+    attachments,
+  });
   if (!row.known || row.organizationId === null) throw invalidKey();
   if (!row.admitted) throw rateLimited(row.rateLimit, opts.batch);
 
@@ -86,23 +106,31 @@ export async function acceptEmails(deps: AcceptDeps, credentials: Credentials, i
   for (const s of row.stored) {
     const index = byId.get(s.id)!;
     const dropped = new Set(s.suppressed);
-    results[index] = { id: s.id, suppressed: items[index].recipients.filter((r) => dropped.has(r.address)).map((r) => r.given), replayed: false };
+    results[index] = {
+      id: s.id,
+      suppressed: items[index].recipients.filter((r) => dropped.has(r.address)).map((r) => r.given),
+      replayed: false,
+    };
     if (s.status === 'queued') wake = true;
   }
   for (const f of row.refused) {
     const item = items[byId.get(f.id)!];
-    results[byId.get(f.id)!] = f.code === 'domain_not_verified'
-      ? new ApiError(422, 'domain_not_verified', `${item.fromDomain} is not a verified domain of this organization allowed for this key`)
-      : new ApiError(422, 'stream_mismatch', `kind ${item.kind} is bulk mail; ${item.fromDomain} is a transactional-stream domain`);
+    results[byId.get(f.id)!] =
+      f.code === 'domain_not_verified'
+        ? new ApiError(422, 'domain_not_verified', `${item.fromDomain} is not a verified domain of this organization allowed for this key`)
+        : new ApiError(422, 'stream_mismatch', `kind ${item.kind} is bulk mail; ${item.fromDomain} is a transactional-stream domain`);
   }
 
   // Items the insert skipped hold a key that another message (earlier, or concurrent) already took.
   const taken = [...claimed].filter(([, index]) => results[index] === undefined).map(([key]) => key);
   if (taken.length > 0) {
-    const prior: { id: string; idempotency_key: string; enqueued_at: string | null }[] = await deps.orm.em.fork().getConnection().execute(
-      'select id, idempotency_key, enqueued_at from emails where organization_id = ? and idempotency_key in (select jsonb_array_elements_text(?::jsonb))',
-      [row.organizationId, JSON.stringify(taken)],
-    );
+    const prior: { id: string; idempotency_key: string; enqueued_at: string | null }[] = await deps.orm.em
+      .fork()
+      .getConnection()
+      .execute(
+        'select id, idempotency_key, enqueued_at from emails where organization_id = ? and idempotency_key in (select jsonb_array_elements_text(?::jsonb))',
+        [row.organizationId, JSON.stringify(taken)],
+      );
     for (const p of prior) {
       results[claimed.get(p.idempotency_key)!] = { id: p.id, suppressed: [], replayed: true };
       if (p.enqueued_at === null) wake = true;
@@ -119,4 +147,3 @@ export async function acceptEmails(deps: AcceptDeps, credentials: Credentials, i
   if (wake) deps.dispatch();
   return results;
 }
-

@@ -122,8 +122,16 @@ export class GroupStore {
       JSON.stringify(recipients),
       JSON.stringify(requests.flatMap((r) => r.attachments)),
     ]);
-    const outcomes: RequestOutcome[] = requests.map(() => ({ known: false, admitted: false, rateLimit: null, organizationId: null, stored: [], refused: [] }));
-    for (const q of row.requests) Object.assign(outcomes[q.req], { known: q.known, admitted: q.admitted, rateLimit: q.rate_limit, organizationId: q.organization_id });
+    const outcomes: RequestOutcome[] = requests.map(() => ({
+      known: false,
+      admitted: false,
+      rateLimit: null,
+      organizationId: null,
+      stored: [],
+      refused: [],
+    }));
+    for (const q of row.requests)
+      Object.assign(outcomes[q.req], { known: q.known, admitted: q.admitted, rateLimit: q.rate_limit, organizationId: q.organization_id });
     for (const s of row.stored) outcomes[owner.get(s.id)!].stored.push(s);
     for (const f of row.refused) outcomes[owner.get(f.id)!].refused.push(f);
     return outcomes;

@@ -3,7 +3,13 @@ import { ApiError, validationError } from '../errors';
 import { validate } from '../validate';
 import { parseAddress } from './address';
 import {
-  sendEmailSchema, isPlainObject, RESERVED_HEADERS, DROPPED_HEADERS, MAX_RECIPIENTS, MAX_ATTACHMENT_BYTES, MAX_SCHEDULE_AHEAD_MS,
+  sendEmailSchema,
+  isPlainObject,
+  RESERVED_HEADERS,
+  DROPPED_HEADERS,
+  MAX_RECIPIENTS,
+  MAX_ATTACHMENT_BYTES,
+  MAX_SCHEDULE_AHEAD_MS,
   type SendEmailBody,
 } from './schema';
 
@@ -53,13 +59,21 @@ export function prepareEmail(input: unknown, opts: PrepareOptions): PreparedEmai
     throw new ApiError(422, 'unsupported_feature', 'track (open and click tracking) is not yet supported by this server');
   }
   if (opts.inBatch && input.attachments !== undefined) {
-    throw new ApiError(422, 'attachments_not_in_batch', 'attachments are not accepted in batch requests; send such messages with POST /emails');
+    throw new ApiError(
+      422,
+      'attachments_not_in_batch',
+      'attachments are not accepted in batch requests; send such messages with POST /emails',
+    );
   }
   if (isPlainObject(input.headers)) {
     const reserved = Object.keys(input.headers).filter((h) => RESERVED_HEADERS.has(h.toLowerCase()));
     if (reserved.length > 0) {
-      throw new ApiError(422, 'reserved_header', `reserved header(s) cannot be set: ${reserved.join(', ')}`,
-        reserved.map((h) => ({ field: `headers.${h}`, message: `${h} is set by the service` })));
+      throw new ApiError(
+        422,
+        'reserved_header',
+        `reserved header(s) cannot be set: ${reserved.join(', ')}`,
+        reserved.map((h) => ({ field: `headers.${h}`, message: `${h} is set by the service` })),
+      );
     }
   }
   const body: SendEmailBody = validate(sendEmailSchema, input);
@@ -72,11 +86,17 @@ export function prepareEmail(input: unknown, opts: PrepareOptions): PreparedEmai
   const bcc = asList(body.bcc);
   if (to.length === 0) throw validationError('to must name at least one recipient', [{ field: 'to', message: 'at least one recipient' }]);
   if (to.length + cc.length + bcc.length > MAX_RECIPIENTS) {
-    throw validationError(`to, cc and bcc together may name at most ${MAX_RECIPIENTS} addresses`, [{ field: 'to', message: `more than ${MAX_RECIPIENTS} recipients` }]);
+    throw validationError(`to, cc and bcc together may name at most ${MAX_RECIPIENTS} addresses`, [
+      { field: 'to', message: `more than ${MAX_RECIPIENTS} recipients` },
+    ]);
   }
   const recipients: PreparedEmail['recipients'] = [];
   const seen = new Set<string>();
-  for (const [field, list] of [['to', to], ['cc', cc], ['bcc', bcc]] as const) {
+  for (const [field, list] of [
+    ['to', to],
+    ['cc', cc],
+    ['bcc', bcc],
+  ] as const) {
     for (const s of list) {
       const p = parseAddress(s)!;
       if (seen.has(p.normalized)) continue;
@@ -91,13 +111,17 @@ export function prepareEmail(input: unknown, opts: PrepareOptions): PreparedEmai
     const tagKind = tags.find((t) => t.name === 'kind');
     if (tagKind) {
       if (tagKind.value.length === 0 || tagKind.value.length > 64) {
-        throw validationError('the kind tag must be 1 to 64 characters', [{ field: 'tags', message: 'kind tag value must be 1 to 64 characters' }]);
+        throw validationError('the kind tag must be 1 to 64 characters', [
+          { field: 'tags', message: 'kind tag value must be 1 to 64 characters' },
+        ]);
       }
       kind = tagKind.value;
     }
   }
   if (isBulkKind(kind) && recipients.length !== 1) {
-    throw validationError(`kind ${kind} is bulk mail and needs exactly one recipient`, [{ field: 'to', message: 'bulk kinds need exactly one recipient' }]);
+    throw validationError(`kind ${kind} is bulk mail and needs exactly one recipient`, [
+      { field: 'to', message: 'bulk kinds need exactly one recipient' },
+    ]);
   }
 
   let scheduledAt: Date | null = null;
@@ -116,7 +140,9 @@ export function prepareEmail(input: unknown, opts: PrepareOptions): PreparedEmai
     attachments.push({ filename: a.filename, contentType: a.content_type ?? 'application/octet-stream', content });
   }
   if (total > MAX_ATTACHMENT_BYTES) {
-    throw validationError(`attachments may total at most ${MAX_ATTACHMENT_BYTES} bytes after decoding`, [{ field: 'attachments', message: 'over 10 MiB decoded' }]);
+    throw validationError(`attachments may total at most ${MAX_ATTACHMENT_BYTES} bytes after decoding`, [
+      { field: 'attachments', message: 'over 10 MiB decoded' },
+    ]);
   }
 
   const headers: Record<string, string> = {};
@@ -128,7 +154,9 @@ export function prepareEmail(input: unknown, opts: PrepareOptions): PreparedEmai
     from: body.from.trim(),
     fromDomain: from.domain.toLowerCase(),
     bulk: isBulkKind(kind),
-    to, cc, bcc,
+    to,
+    cc,
+    bcc,
     recipients,
     replyTo: body.reply_to?.trim() ?? null,
     subject: body.subject,

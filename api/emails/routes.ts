@@ -53,14 +53,21 @@ export function emailRoutes(deps: EmailRoutesDeps): Router {
   }
 
   router.post('/emails', async (ctx) => {
-    const prepared = await beforeStore(ctx, () => 1, false, async () => {
-      const body = await readJsonBody(ctx, deps.maxBodyBytes);
-      const headerKey = ctx.get('idempotency-key');
-      if (ctx.headers['idempotency-key'] !== undefined && (headerKey.length < 1 || headerKey.length > 256)) {
-        throw validationError('Idempotency-Key must be 1 to 256 characters', [{ field: 'Idempotency-Key', message: '1 to 256 characters' }]);
-      }
-      return prepareEmail(body, { inBatch: false, headerIdempotencyKey: headerKey || undefined, now: new Date() });
-    });
+    const prepared = await beforeStore(
+      ctx,
+      () => 1,
+      false,
+      async () => {
+        const body = await readJsonBody(ctx, deps.maxBodyBytes);
+        const headerKey = ctx.get('idempotency-key');
+        if (ctx.headers['idempotency-key'] !== undefined && (headerKey.length < 1 || headerKey.length > 256)) {
+          throw validationError('Idempotency-Key must be 1 to 256 characters', [
+            { field: 'Idempotency-Key', message: '1 to 256 characters' },
+          ]);
+        }
+        return prepareEmail(body, { inBatch: false, headerIdempotencyKey: headerKey || undefined, now: new Date() });
+      },
+    );
     const [result] = await acceptEmails(accept, ctx.state.credentials as Credentials, [prepared], { cost: 1, batch: false });
     if (result instanceof ApiError) throw result;
     if (result.replayed) ctx.set('Idempotent-Replayed', 'true');
@@ -70,13 +77,18 @@ export function emailRoutes(deps: EmailRoutesDeps): Router {
   router.post('/emails/batch', async (ctx) => {
     // A batch costs one request per message (up to 100), and at least one.
     let cost = 1;
-    const body = await beforeStore(ctx, () => cost, true, async () => {
-      const body = await readJsonBody(ctx, deps.maxBodyBytes);
-      if (!Array.isArray(body)) throw validationError('batch body must be a JSON array of emails');
-      cost = Math.max(1, Math.min(body.length, MAX_BATCH));
-      if (body.length < 1 || body.length > MAX_BATCH) throw validationError(`a batch holds 1 to ${MAX_BATCH} emails, got ${body.length}`);
-      return body as unknown[];
-    });
+    const body = await beforeStore(
+      ctx,
+      () => cost,
+      true,
+      async () => {
+        const body = await readJsonBody(ctx, deps.maxBodyBytes);
+        if (!Array.isArray(body)) throw validationError('batch body must be a JSON array of emails');
+        cost = Math.max(1, Math.min(body.length, MAX_BATCH));
+        if (body.length < 1 || body.length > MAX_BATCH) throw validationError(`a batch holds 1 to ${MAX_BATCH} emails, got ${body.length}`);
+        return body as unknown[];
+      },
+    );
     const now = new Date();
     const outcome: ({ prepared: PreparedEmail } | { error: ApiError })[] = body.map((item) => {
       try {
@@ -87,7 +99,12 @@ export function emailRoutes(deps: EmailRoutesDeps): Router {
       }
     });
     const ok = outcome.filter((o): o is { prepared: PreparedEmail } => 'prepared' in o);
-    const accepted = await acceptEmails(accept, ctx.state.credentials as Credentials, ok.map((o) => o.prepared), { cost, batch: true });
+    const accepted = await acceptEmails(
+      accept,
+      ctx.state.credentials as Credentials,
+      ok.map((o) => o.prepared),
+      { cost, batch: true },
+    );
     let next = 0;
     ctx.body = {
       data: outcome.map((o) => {
@@ -121,11 +138,26 @@ export function emailRoutes(deps: EmailRoutesDeps): Router {
       where.push('e.domain_id = any(?::uuid[])');
       params.push(`{${a.key.domainIds.join(',')}}`);
     }
-    if (q.status) { where.push('e.status = ?'); params.push(q.status); }
-    if (q.kind) { where.push('e.kind = ?'); params.push(q.kind); }
-    if (q.mode) { where.push('e.mode = ?'); params.push(q.mode); }
-    if (q.since) { where.push('e.created_at >= ?'); params.push(new Date(q.since)); }
-    if (q.until) { where.push('e.created_at < ?'); params.push(new Date(q.until)); }
+    if (q.status) {
+      where.push('e.status = ?');
+      params.push(q.status);
+    }
+    if (q.kind) {
+      where.push('e.kind = ?');
+      params.push(q.kind);
+    }
+    if (q.mode) {
+      where.push('e.mode = ?');
+      params.push(q.mode);
+    }
+    if (q.since) {
+      where.push('e.created_at >= ?');
+      params.push(new Date(q.since));
+    }
+    if (q.until) {
+      where.push('e.created_at < ?');
+      params.push(new Date(q.until));
+    }
     if (q.to) {
       where.push('exists (select 1 from recipients r where r.email_id = e.id and r.address = ?)');
       params.push(q.to.trim().toLowerCase());
@@ -136,18 +168,23 @@ export function emailRoutes(deps: EmailRoutesDeps): Router {
       params.push(new Date(c.createdAt), c.id);
     }
     const limit = q.limit ?? 25;
-    const rows: SummaryRow[] = await orm.em.fork().getConnection().execute(
-      `select e.id, e.from_address, e.to_addresses, e.subject, e.status, e.mode, e.kind, e.created_at, e.sent_at
+    const rows: SummaryRow[] = await orm.em
+      .fork()
+      .getConnection()
+      .execute(
+        `select e.id, e.from_address, e.to_addresses, e.subject, e.status, e.mode, e.kind, e.created_at, e.sent_at
          from emails e where ${where.join(' and ')}
         order by e.created_at desc, e.id desc limit ${limit + 1}`,
-      params,
-    );
+        params,
+      );
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     ctx.body = {
       object: 'list',
       data: page.map(presentSummary),
-      ...(rows.length > limit && last ? { next_cursor: encodeCursor({ createdAt: new Date(last.created_at).toISOString(), id: last.id }) } : {}),
+      ...(rows.length > limit && last
+        ? { next_cursor: encodeCursor({ createdAt: new Date(last.created_at).toISOString(), id: last.id }) }
+        : {}),
     };
   });
 
@@ -163,7 +200,11 @@ export function emailRoutes(deps: EmailRoutesDeps): Router {
       if (!email) throw notFound('email');
       throw new ApiError(409, 'not_cancelable', `email is ${email.status}; only queued (including scheduled) email can be canceled`);
     }
-    await deps.engine.signalCancel(id).catch((err) => deps.log.warn({ err, emailId: id }, 'cancel signal not delivered; the workflow sees the cancel when its timer fires'));
+    await deps.engine
+      .signalCancel(id)
+      .catch((err) =>
+        deps.log.warn({ err, emailId: id }, 'cancel signal not delivered; the workflow sees the cancel when its timer fires'),
+      );
     ctx.body = { id, object: 'email', status: 'canceled' };
   });
 

@@ -9,8 +9,25 @@ export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;
 export const MAX_SCHEDULE_AHEAD_MS = 30 * 24 * 3600 * 1000;
 
 export const RESERVED_HEADERS = new Set(
-  ['Message-ID', 'Feedback-ID', 'Return-Path', 'DKIM-Signature', 'From', 'To', 'Cc', 'Bcc', 'Reply-To', 'Sender', 'Subject',
-    'Date', 'MIME-Version', 'Content-Type', 'Content-Transfer-Encoding', 'Content-ID', 'Content-Disposition'].map((h) => h.toLowerCase()),
+  [
+    'Message-ID',
+    'Feedback-ID',
+    'Return-Path',
+    'DKIM-Signature',
+    'From',
+    'To',
+    'Cc',
+    'Bcc',
+    'Reply-To',
+    'Sender',
+    'Subject',
+    'Date',
+    'MIME-Version',
+    'Content-Type',
+    'Content-Transfer-Encoding',
+    'Content-ID',
+    'Content-Disposition',
+  ].map((h) => h.toLowerCase()),
 );
 /** Dropped silently: the service owns unsubscribe headers. */
 export const DROPPED_HEADERS = new Set(['list-unsubscribe', 'list-unsubscribe-post']);
@@ -20,22 +37,31 @@ const NO_LINE_BREAKS = /^[^\r\n]*$/;
 // A flat character class: a grouped pattern backtracks through megabytes of content and overflows the stack.
 const BASE64_CHARS = /^[A-Za-z0-9+/]*={0,2}$/;
 const isBase64 = (s: string) => s.length % 4 === 0 && BASE64_CHARS.test(s);
-const MIME_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(\s*;\s*[A-Za-z0-9!#$&^_.+-]+=("[^"\r\n]*"|[A-Za-z0-9!#$&^_.+-]+))*$/;
+const MIME_TYPE =
+  /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(\s*;\s*[A-Za-z0-9!#$&^_.+-]+=("[^"\r\n]*"|[A-Za-z0-9!#$&^_.+-]+))*$/;
 
 const address = () =>
-  yup.string().strict().test('address', '${path} must be an email address or "Name <email>"', (v) => v === undefined || parseAddress(v) !== null);
+  yup
+    .string()
+    .strict()
+    .test('address', '${path} must be an email address or "Name <email>"', (v) => v === undefined || parseAddress(v) !== null);
 
 const addressList = (label: string) =>
-  yup
-    .mixed<string | string[]>()
-    .test('address-list', `${label} must be an email address or an array of them`, (v) => {
-      if (v === undefined) return true;
-      const list = typeof v === 'string' ? [v] : v;
-      return Array.isArray(list) && list.every((s) => typeof s === 'string' && parseAddress(s) !== null);
-    });
+  yup.mixed<string | string[]>().test('address-list', `${label} must be an email address or an array of them`, (v) => {
+    if (v === undefined) return true;
+    const list = typeof v === 'string' ? [v] : v;
+    return Array.isArray(list) && list.every((s) => typeof s === 'string' && parseAddress(s) !== null);
+  });
 
 const bodyPart = (label: string) =>
-  yup.string().strict().test('size', `${label} must be at most ${MAX_BODY_PART_BYTES} bytes`, (v) => v === undefined || Buffer.byteLength(v, 'utf8') <= MAX_BODY_PART_BYTES);
+  yup
+    .string()
+    .strict()
+    .test(
+      'size',
+      `${label} must be at most ${MAX_BODY_PART_BYTES} bytes`,
+      (v) => v === undefined || Buffer.byteLength(v, 'utf8') <= MAX_BODY_PART_BYTES,
+    );
 
 export const tagSchema = yup
   .object({
@@ -48,7 +74,11 @@ export const tagSchema = yup
 export const attachmentSchema = yup
   .object({
     filename: yup.string().strict().required().min(1).max(255).matches(NO_LINE_BREAKS, '${path} must not contain line breaks'),
-    content: yup.string().strict().required().test('base64', '${path} must be base64', (v) => v === undefined || isBase64(v.replace(/\s+/g, ''))),
+    content: yup
+      .string()
+      .strict()
+      .required()
+      .test('base64', '${path} must be base64', (v) => v === undefined || isBase64(v.replace(/\s+/g, ''))),
     content_type: yup.string().strict().max(255).matches(MIME_TYPE, '${path} must be a MIME type such as application/pdf'),
   })
   .noUnknown(true, '${path} has unknown field(s): ${unknown}')
@@ -66,14 +96,36 @@ export const sendEmailSchema = yup
     text: bodyPart('text'),
     headers: yup
       .mixed<Record<string, string>>()
-      .test('headers', 'headers must be an object of string values', (v) => v === undefined || (isPlainObject(v) && Object.values(v).every((x) => typeof x === 'string')))
-      .test('header-names', 'header names may contain only A-Z, a-z, 0-9 and -', (v) => !isPlainObject(v) || Object.keys(v).every((k) => /^[A-Za-z0-9-]{1,100}$/.test(k)))
-      .test('header-values', 'header values must be at most 1000 characters without line breaks', (v) =>
-        !isPlainObject(v) || Object.values(v).every((x) => typeof x !== 'string' || (x.length <= 1000 && NO_LINE_BREAKS.test(x)))),
+      .test(
+        'headers',
+        'headers must be an object of string values',
+        (v) => v === undefined || (isPlainObject(v) && Object.values(v).every((x) => typeof x === 'string')),
+      )
+      .test(
+        'header-names',
+        'header names may contain only A-Z, a-z, 0-9 and -',
+        (v) => !isPlainObject(v) || Object.keys(v).every((k) => /^[A-Za-z0-9-]{1,100}$/.test(k)),
+      )
+      .test(
+        'header-values',
+        'header values must be at most 1000 characters without line breaks',
+        (v) => !isPlainObject(v) || Object.values(v).every((x) => typeof x !== 'string' || (x.length <= 1000 && NO_LINE_BREAKS.test(x))),
+      ),
     tags: yup.array().strict().of(tagSchema).max(20),
-    kind: yup.string().strict().min(1).max(64).matches(/^[A-Za-z0-9_.:-]+$/, 'kind may contain only A-Z, a-z, 0-9, _ . : -'),
-    scheduled_at: yup.string().strict().test('iso', 'scheduled_at must be an ISO 8601 timestamp with an offset, e.g. 2026-01-01T09:00:00Z', (v) =>
-      v === undefined || (ISO_WITH_OFFSET.test(v) && !Number.isNaN(Date.parse(v)))),
+    kind: yup
+      .string()
+      .strict()
+      .min(1)
+      .max(64)
+      .matches(/^[A-Za-z0-9_.:-]+$/, 'kind may contain only A-Z, a-z, 0-9, _ . : -'),
+    scheduled_at: yup
+      .string()
+      .strict()
+      .test(
+        'iso',
+        'scheduled_at must be an ISO 8601 timestamp with an offset, e.g. 2026-01-01T09:00:00Z',
+        (v) => v === undefined || (ISO_WITH_OFFSET.test(v) && !Number.isNaN(Date.parse(v))),
+      ),
     idempotency_key: yup.string().strict().min(1).max(256),
     attachments: yup.array().strict().of(attachmentSchema).max(MAX_ATTACHMENTS),
     template: yup.mixed(),
@@ -84,17 +136,18 @@ export const sendEmailSchema = yup
 
 export type SendEmailBody = yup.InferType<typeof sendEmailSchema>;
 
-export const listEmailsQuerySchema = yup
-  .object({
-    limit: yup.number().integer('limit must be an integer').min(1).max(100).default(25),
-    cursor: yup.string(),
-    status: yup.string().oneOf(['queued', 'sending', 'sent', 'delivered', 'bounced', 'complained', 'failed', 'suppressed', 'canceled', 'unconfirmed']),
-    to: yup.string().max(254),
-    kind: yup.string().max(64),
-    mode: yup.string().oneOf(['live', 'test']),
-    since: yup.string().test('iso', 'since must be an ISO 8601 timestamp', (v) => v === undefined || !Number.isNaN(Date.parse(v))),
-    until: yup.string().test('iso', 'until must be an ISO 8601 timestamp', (v) => v === undefined || !Number.isNaN(Date.parse(v))),
-  });
+export const listEmailsQuerySchema = yup.object({
+  limit: yup.number().integer('limit must be an integer').min(1).max(100).default(25),
+  cursor: yup.string(),
+  status: yup
+    .string()
+    .oneOf(['queued', 'sending', 'sent', 'delivered', 'bounced', 'complained', 'failed', 'suppressed', 'canceled', 'unconfirmed']),
+  to: yup.string().max(254),
+  kind: yup.string().max(64),
+  mode: yup.string().oneOf(['live', 'test']),
+  since: yup.string().test('iso', 'since must be an ISO 8601 timestamp', (v) => v === undefined || !Number.isNaN(Date.parse(v))),
+  until: yup.string().test('iso', 'until must be an ISO 8601 timestamp', (v) => v === undefined || !Number.isNaN(Date.parse(v))),
+});
 
 export type ListEmailsQuery = yup.InferType<typeof listEmailsQuerySchema>;
 

@@ -18,10 +18,18 @@ export function inboxRoutes(inbox: DevInbox): Router {
   const router = new Router({ prefix: '/inbox' });
 
   router.get('/', (ctx) => {
-    const rows = inbox.list().map((m) => `<tr><td><a href="/inbox/${esc(m.id)}">${esc(m.subject || '(no subject)')}</a></td><td>${esc(m.from)}</td><td>${esc(m.envelopeTo.join(', '))}</td><td>${esc(m.receivedAt)}</td></tr>`);
+    const rows = inbox
+      .list()
+      .map(
+        (m) =>
+          `<tr><td><a href="/inbox/${esc(m.id)}">${esc(m.subject || '(no subject)')}</a></td><td>${esc(m.from)}</td><td>${esc(m.envelopeTo.join(', '))}</td><td>${esc(m.receivedAt)}</td></tr>`,
+      );
     ctx.type = 'html';
-    ctx.body = page('Development inbox', `<h1>Development inbox</h1><p>${rows.length} message(s) received on SMTP port ${inbox.port}. Newest first.</p>
-<table><tr><th>Subject</th><th>From</th><th>To</th><th>Received</th></tr>${rows.join('')}</table>`);
+    ctx.body = page(
+      'Development inbox',
+      `<h1>Development inbox</h1><p>${rows.length} message(s) received on SMTP port ${inbox.port}. Newest first.</p>
+<table><tr><th>Subject</th><th>From</th><th>To</th><th>Received</th></tr>${rows.join('')}</table>`,
+    );
   });
 
   router.get('/messages.json', (ctx) => {
@@ -34,16 +42,21 @@ export function inboxRoutes(inbox: DevInbox): Router {
     if (!entry || !raw) throw notFound('message');
     const parsed = await simpleParser(raw);
     const html = typeof parsed.html === 'string' ? parsed.html : '';
-    const attachments = parsed.attachments.map((a) => `<li>${esc(a.filename ?? '(unnamed)')} (${esc(a.contentType)}, ${a.size} bytes)</li>`).join('');
+    const attachments = parsed.attachments
+      .map((a) => `<li>${esc(a.filename ?? '(unnamed)')} (${esc(a.contentType)}, ${a.size} bytes)</li>`)
+      .join('');
     ctx.type = 'html';
-    ctx.body = page(entry.subject, `<p><a href="/inbox">← inbox</a></p><h1>${esc(entry.subject || '(no subject)')}</h1>
+    ctx.body = page(
+      entry.subject,
+      `<p><a href="/inbox">← inbox</a></p><h1>${esc(entry.subject || '(no subject)')}</h1>
 <table class="meta"><tr><td>From</td><td>${esc(entry.from)}</td></tr><tr><td>To</td><td>${esc(entry.to)}</td></tr>
 <tr><td>Envelope to</td><td>${esc(entry.envelopeTo.join(', '))}</td></tr><tr><td>Message-ID</td><td>${esc(entry.messageId ?? '')}</td></tr>
 <tr><td>Received</td><td>${esc(entry.receivedAt)}</td></tr></table>
 <h2>HTML</h2>${html ? `<iframe sandbox="" srcdoc="${esc(html)}"></iframe>` : '<p>(no HTML part)</p>'}
 <h2>Text</h2><pre>${esc(parsed.text ?? '(no text part)')}</pre>
 ${attachments ? `<h2>Attachments</h2><ul>${attachments}</ul>` : ''}
-<h2>Source</h2><p><a href="/inbox/${esc(entry.id)}/raw">raw</a></p><pre>${esc(raw.toString('utf8').slice(0, 200_000))}</pre>`);
+<h2>Source</h2><p><a href="/inbox/${esc(entry.id)}/raw">raw</a></p><pre>${esc(raw.toString('utf8').slice(0, 200_000))}</pre>`,
+    );
   });
 
   router.get('/:id/raw', (ctx) => {

@@ -15,7 +15,11 @@ import { presentKey } from './present';
 export const ROTATION_GRACE_MS = 24 * 3600 * 1000;
 
 const notMintable = (what: string) =>
-  new ApiError(403, 'admin_key_not_mintable', `${what} ADMIN keys through the API is not allowed; ADMIN keys are created and rotated in the console`);
+  new ApiError(
+    403,
+    'admin_key_not_mintable',
+    `${what} ADMIN keys through the API is not allowed; ADMIN keys are created and rotated in the console`,
+  );
 
 /** A domain-restricted caller manages only keys confined to its own domains. */
 function manages(a: AuthState, k: ApiKey): boolean {
@@ -43,16 +47,34 @@ export function keyRoutes(deps: { orm: Orm; maxBodyBytes: number }): Router {
     if (body.permission === 'admin') throw notMintable('Minting');
     const domainIds = body.domain_ids ?? null;
     if (a.key.domainIds !== null) {
-      if (domainIds === null) throw new ApiError(403, 'forbidden_domain', 'a domain-restricted key cannot mint an unrestricted key; pass domain_ids');
+      if (domainIds === null)
+        throw new ApiError(403, 'forbidden_domain', 'a domain-restricted key cannot mint an unrestricted key; pass domain_ids');
       const foreign = domainIds.filter((d) => !a.key.domainIds!.includes(d));
-      if (foreign.length) throw new ApiError(403, 'forbidden_domain', `this key cannot grant domains it does not hold: ${foreign.join(', ')}`);
+      if (foreign.length)
+        throw new ApiError(403, 'forbidden_domain', `this key cannot grant domains it does not hold: ${foreign.join(', ')}`);
     }
     const em = deps.orm.em.fork();
     const missing = domainIds ? await foreignDomainIds(em, a.organization.id, domainIds) : [];
-    if (missing.length) throw validationError(`unknown domain(s): ${missing.join(', ')}`, missing.map((d) => ({ field: 'domain_ids', message: `no domain ${d} in this organization` })));
-    const { key, token } = newApiKey(a.organization.id, { name: body.name, permission: body.permission, mode: body.mode, domainIds, rateLimit: body.rate_limit });
+    if (missing.length)
+      throw validationError(
+        `unknown domain(s): ${missing.join(', ')}`,
+        missing.map((d) => ({ field: 'domain_ids', message: `no domain ${d} in this organization` })),
+      );
+    const { key, token } = newApiKey(a.organization.id, {
+      name: body.name,
+      permission: body.permission,
+      mode: body.mode,
+      domainIds,
+      rateLimit: body.rate_limit,
+    });
     em.persist(key);
-    audit(em, a, 'key.created', { type: 'key', id: key.id }, { name: key.name, permission: key.permission, mode: key.mode, domain_ids: key.domainIds, rate_limit: key.rateLimit });
+    audit(
+      em,
+      a,
+      'key.created',
+      { type: 'key', id: key.id },
+      { name: key.name, permission: key.permission, mode: key.mode, domain_ids: key.domainIds, rate_limit: key.rateLimit },
+    );
     await em.flush();
     ctx.status = 201;
     // The token appears in this response only; it is stored as a SHA-256.
@@ -61,7 +83,9 @@ export function keyRoutes(deps: { orm: Orm; maxBodyBytes: number }): Router {
 
   router.get('/keys', admin, async (ctx) => {
     const a = auth(ctx);
-    const keys = await deps.orm.em.fork().find(ApiKey, { organizationId: a.organization.id }, { orderBy: { createdAt: 'desc', id: 'desc' } });
+    const keys = await deps.orm.em
+      .fork()
+      .find(ApiKey, { organizationId: a.organization.id }, { orderBy: { createdAt: 'desc', id: 'desc' } });
     ctx.body = { object: 'list', data: keys.filter((k) => manages(a, k)).map(presentKey) };
   });
 
@@ -85,7 +109,8 @@ export function keyRoutes(deps: { orm: Orm; maxBodyBytes: number }): Router {
       { id: key.id, tokenHash: key.tokenHash, revokedAt: null },
       { tokenHash, tokenPrefix, previousTokenHash: key.tokenHash, previousTokenExpiresAt: expires, rotatedAt: now },
     );
-    if (changed !== 1) throw new ApiError(409, 'rotation_conflict', 'the key changed while rotating (rotated or revoked meanwhile); read it again');
+    if (changed !== 1)
+      throw new ApiError(409, 'rotation_conflict', 'the key changed while rotating (rotated or revoked meanwhile); read it again');
     audit(em, a, 'key.rotated', { type: 'key', id: key.id }, { previous_token_expires_at: expires.toISOString() });
     await em.flush();
     Object.assign(key, { tokenPrefix, previousTokenExpiresAt: expires, rotatedAt: now });

@@ -4,10 +4,24 @@ import { isUuid } from '../../server/ids';
 export const createKeySchema = yup
   .object({
     name: yup.string().strict().trim().min(1).max(128).required(),
-    permission: yup.string().strict().oneOf(['send', 'full', 'admin'] as const).required(),
-    mode: yup.string().strict().oneOf(['live', 'test'] as const).required(),
+    permission: yup
+      .string()
+      .strict()
+      .oneOf(['send', 'full', 'admin'] as const)
+      .required(),
+    mode: yup
+      .string()
+      .strict()
+      .oneOf(['live', 'test'] as const)
+      .required(),
     domain_ids: yup
-      .array(yup.string().strict().required().test('uuid', '${path} must be a domain id', (v) => isUuid(v)))
+      .array(
+        yup
+          .string()
+          .strict()
+          .required()
+          .test('uuid', '${path} must be a domain id', (v) => isUuid(v)),
+      )
       .strict()
       .min(1, 'domain_ids must name at least one domain; omit it for every domain')
       .max(100),

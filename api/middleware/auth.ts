@@ -52,7 +52,9 @@ const TOKEN_RE = /^svc_(live|test)_[A-Za-z0-9_-]{20,100}$/;
  * one per message (up to 100); it passes when the window is empty (so a batch sent in an empty
  * second always passes, even at the default cap of 10) or when it still fits under the key's cap.
  */
-const AUTH: PreparedStatement = { name: 'auth_v2', text: `
+const AUTH: PreparedStatement = {
+  name: 'auth_v2',
+  text: `
 with k as (
   select * from api_keys
    where (token_hash = $1 or (previous_token_hash = $1 and previous_token_expires_at > now())) and revoked_at is null
@@ -69,13 +71,20 @@ with k as (
 )
 select k.id, k.organization_id, k.name, k.permission, k.mode, k.domain_ids, k.rate_limit, o.name as org_name, o.plan,
        exists (select 1 from charged) as charged
-  from k join organizations o on o.id = k.organization_id` };
+  from k join organizations o on o.id = k.organization_id`,
+};
 
 export const invalidKey = () => new ApiError(401, 'invalid_api_key', 'API key is not valid');
 
 export function rateLimited(rateLimit: number | null, batch: boolean): ApiError {
   const limit = rateLimit ?? DEFAULT_RATE_LIMIT;
-  return new ApiError(429, 'rate_limited', `this key allows ${limit} requests per second${batch ? ' (a batch costs one per message)' : ''}; retry in a second`, undefined, { 'Retry-After': '1' });
+  return new ApiError(
+    429,
+    'rate_limited',
+    `this key allows ${limit} requests per second${batch ? ' (a batch costs one per message)' : ''}; retry in a second`,
+    undefined,
+    { 'Retry-After': '1' },
+  );
 }
 
 /** A request whose authentication is left to the statement that stores its messages. */
@@ -98,7 +107,15 @@ export async function authenticate(orm: Orm, ctx: Koa.Context, tokenHash: string
   if (!row) throw invalidKey();
   if (!row.charged) throw rateLimited(row.rate_limit, batch);
   const state: AuthState = {
-    key: { id: row.id, organizationId: row.organization_id, name: row.name, permission: row.permission, mode: row.mode, domainIds: row.domain_ids, rateLimit: row.rate_limit },
+    key: {
+      id: row.id,
+      organizationId: row.organization_id,
+      name: row.name,
+      permission: row.permission,
+      mode: row.mode,
+      domainIds: row.domain_ids,
+      rateLimit: row.rate_limit,
+    },
     organization: { id: row.organization_id, name: row.org_name, plan: row.plan },
   };
   ctx.state.auth = state;

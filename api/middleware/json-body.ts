@@ -69,7 +69,8 @@ function storableStrings(value: unknown, raw: string): unknown {
   if (!nul && !surrogate) return value;
   const walk = (v: unknown, path: string): unknown => {
     if (typeof v === 'string') {
-      if (nul && v.includes('\u0000')) throw validationError(`${path || 'body'} must not contain NUL characters`, [{ field: path, message: 'contains a NUL character' }]);
+      if (nul && v.includes('\u0000'))
+        throw validationError(`${path || 'body'} must not contain NUL characters`, [{ field: path, message: 'contains a NUL character' }]);
       return surrogate ? toWellFormed(v) : v;
     }
     if (Array.isArray(v)) return v.map((x, i) => walk(x, `${path}[${i}]`));
@@ -77,7 +78,12 @@ function storableStrings(value: unknown, raw: string): unknown {
       const out: Record<string, unknown> = {};
       // defineProperty, not assignment: a "__proto__" key stays a plain key, as JSON.parse made it.
       for (const [k, x] of Object.entries(v)) {
-        Object.defineProperty(out, walk(k, path) as string, { value: walk(x, path ? `${path}.${k}` : k), enumerable: true, writable: true, configurable: true });
+        Object.defineProperty(out, walk(k, path) as string, {
+          value: walk(x, path ? `${path}.${k}` : k),
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
       }
       return out;
     }

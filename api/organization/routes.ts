@@ -34,16 +34,19 @@ export function organizationRoutes(deps: { orm: Orm; maxBodyBytes: number }): Ro
     const body: UpdateOrganizationBody = await readValidBody(ctx, updateOrganizationSchema, deps.maxBodyBytes);
     const ceiling = PLAN_DAILY_CEILING[a.organization.plan];
     if (body.daily_send_cap != null && body.daily_send_cap > ceiling) {
-      throw validationError(`daily_send_cap can only lower the ${a.organization.plan} plan's ceiling of ${ceiling} per day (0 or null means the ceiling)`, [
-        { field: 'daily_send_cap', message: `at most ${ceiling}` },
-      ]);
+      throw validationError(
+        `daily_send_cap can only lower the ${a.organization.plan} plan's ceiling of ${ceiling} per day (0 or null means the ceiling)`,
+        [{ field: 'daily_send_cap', message: `at most ${ceiling}` }],
+      );
     }
     const em = deps.orm.em.fork();
     const org = await em.findOneOrFail(Organization, { id: a.organization.id });
     const changes: Record<string, unknown> = {};
     if (body.name !== undefined && body.name !== org.name) changes.name = org.name = body.name;
-    if (body.postal_address !== undefined && body.postal_address !== org.postalAddress) changes.postal_address = org.postalAddress = body.postal_address;
-    if (body.daily_send_cap !== undefined && body.daily_send_cap !== org.dailySendCap) changes.daily_send_cap = org.dailySendCap = body.daily_send_cap;
+    if (body.postal_address !== undefined && body.postal_address !== org.postalAddress)
+      changes.postal_address = org.postalAddress = body.postal_address;
+    if (body.daily_send_cap !== undefined && body.daily_send_cap !== org.dailySendCap)
+      changes.daily_send_cap = org.dailySendCap = body.daily_send_cap;
     if (Object.keys(changes).length) {
       org.updatedAt = new Date();
       audit(em, a, 'organization.updated', { type: 'organization', id: org.id }, { changes });

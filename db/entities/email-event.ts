@@ -1,8 +1,18 @@
 import { EntitySchema } from '@mikro-orm/core';
 
 export type EventType =
-  | 'queued' | 'sent' | 'delivered' | 'delivery_delayed' | 'bounced' | 'complained' | 'rejected'
-  | 'opened' | 'clicked' | 'unsubscribed' | 'suppressed' | 'failed';
+  | 'queued'
+  | 'sent'
+  | 'delivered'
+  | 'delivery_delayed'
+  | 'bounced'
+  | 'complained'
+  | 'rejected'
+  | 'opened'
+  | 'clicked'
+  | 'unsubscribed'
+  | 'suppressed'
+  | 'failed';
 
 export class EmailEvent {
   id!: string;

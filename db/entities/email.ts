@@ -2,10 +2,12 @@ import { EntitySchema } from '@mikro-orm/core';
 import type { KeyMode } from './api-key';
 
 export type EmailStatus =
-  | 'queued' | 'sending' | 'sent' | 'delivered' | 'bounced' | 'complained'
-  | 'failed' | 'suppressed' | 'canceled' | 'unconfirmed';
+  'queued' | 'sending' | 'sent' | 'delivered' | 'bounced' | 'complained' | 'failed' | 'suppressed' | 'canceled' | 'unconfirmed';
 
-export interface Tag { name: string; value: string }
+export interface Tag {
+  name: string;
+  value: string;
+}
 
 export class Email {
   id!: string;

@@ -19,6 +19,13 @@ export * from './suppression';
 export * from './audit-entry';
 
 export const entities = [
-  OrganizationSchema, DomainSchema, ApiKeySchema, EmailSchema, RecipientSchema,
-  EmailEventSchema, AttachmentSchema, SuppressionSchema, AuditEntrySchema,
+  OrganizationSchema,
+  DomainSchema,
+  ApiKeySchema,
+  EmailSchema,
+  RecipientSchema,
+  EmailEventSchema,
+  AttachmentSchema,
+  SuppressionSchema,
+  AuditEntrySchema,
 ];

@@ -6,7 +6,14 @@ export type RecipientField = 'to' | 'cc' | 'bcc';
  * transaction starts, so a retry knows which recipients may already have been handed over.
  */
 export type RecipientState =
-  | 'pending' | 'in_flight' | 'sent' | 'delivered' | 'bounced' | 'failed' | 'complained' | 'rejected'
+  | 'pending'
+  | 'in_flight'
+  | 'sent'
+  | 'delivered'
+  | 'bounced'
+  | 'failed'
+  | 'complained'
+  | 'rejected'
   /** Dropped at acceptance because the address is on the suppression list. */
   | 'suppressed';
 

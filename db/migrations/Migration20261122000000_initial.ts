@@ -66,7 +66,9 @@ export class Migration20261122000000_initial extends Migration {
     // Keyset pagination walks this index newest first; filters are applied on top of it.
     this.addSql(`create index emails_org_created_idx on emails (organization_id, created_at desc, id desc);`);
     this.addSql(`create index emails_org_domain_created_idx on emails (organization_id, domain_id, created_at desc, id desc);`);
-    this.addSql(`create unique index emails_org_idempotency_key_uq on emails (organization_id, idempotency_key) where idempotency_key is not null;`);
+    this.addSql(
+      `create unique index emails_org_idempotency_key_uq on emails (organization_id, idempotency_key) where idempotency_key is not null;`,
+    );
     // Recovery sweep: accepted messages whose workflow was never started.
     this.addSql(`create index emails_not_enqueued_idx on emails (created_at) where enqueued_at is null;`);
     this.addSql(`

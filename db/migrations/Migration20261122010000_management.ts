@@ -4,8 +4,12 @@ import { Migration } from '@mikro-orm/migrations';
 export class Migration20261122010000_management extends Migration {
   override async up(): Promise<void> {
     // Rotation keeps the replaced token valid for 24 h beside the new one.
-    this.addSql(`alter table api_keys add column previous_token_hash text unique, add column previous_token_expires_at timestamptz, add column rotated_at timestamptz;`);
-    this.addSql(`alter table organizations add column daily_send_cap integer check (daily_send_cap >= 0), add column updated_at timestamptz not null default now();`);
+    this.addSql(
+      `alter table api_keys add column previous_token_hash text unique, add column previous_token_expires_at timestamptz, add column rotated_at timestamptz;`,
+    );
+    this.addSql(
+      `alter table organizations add column daily_send_cap integer check (daily_send_cap >= 0), add column updated_at timestamptz not null default now();`,
+    );
     this.addSql(`
       create table audit_log (
         id uuid primary key,

@@ -24,7 +24,8 @@ export class Migration20261122020000_domain_identity extends Migration {
   override async down(): Promise<void> {
     this.addSql('drop index domains_org_name_live_idx;');
     this.addSql('alter table domains add constraint domains_organization_id_name_key unique (organization_id, name);');
-    this.addSql(`alter table domains drop column dns_provider, drop column dkim_selector, drop column dkim_public_key, drop column dkim_private_key_enc,
+    this
+      .addSql(`alter table domains drop column dns_provider, drop column dkim_selector, drop column dkim_public_key, drop column dkim_private_key_enc,
       drop column return_path_host, drop column records, drop column verification_generation, drop column verifying_until,
       drop column last_checked_at, drop column verified_at, drop column deleted_at;`);
   }

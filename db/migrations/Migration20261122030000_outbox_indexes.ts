@@ -10,7 +10,9 @@ export class Migration20261122030000_outbox_indexes extends Migration {
   override async up(): Promise<void> {
     this.addSql(`drop index if exists emails_not_enqueued_idx;`);
     this.addSql(`create index emails_outbox_idx on emails (mode, created_at, id) where enqueued_at is null;`);
-    this.addSql(`create index emails_outbox_scheduled_idx on emails (scheduled_at) where enqueued_at is null and scheduled_at is not null;`);
+    this.addSql(
+      `create index emails_outbox_scheduled_idx on emails (scheduled_at) where enqueued_at is null and scheduled_at is not null;`,
+    );
   }
 
   override async down(): Promise<void> {

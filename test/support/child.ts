@@ -43,12 +43,17 @@ export async function svcJson(args: string[], env: Record<string, string>): Prom
 }
 
 export async function waitHealthy(baseUrl: string, child: Child, timeoutMs = 60_000): Promise<void> {
-  await waitFor(async () => {
-    if (child.proc.exitCode !== null) throw new Error(`service exited early: ${child.output()}`);
-    try {
-      return (await fetch(`${baseUrl}/health`)).status === 200;
-    } catch {
-      return false;
-    }
-  }, 'service health', timeoutMs, 200);
+  await waitFor(
+    async () => {
+      if (child.proc.exitCode !== null) throw new Error(`service exited early: ${child.output()}`);
+      try {
+        return (await fetch(`${baseUrl}/health`)).status === 200;
+      } catch {
+        return false;
+      }
+    },
+    'service health',
+    timeoutMs,
+    200,
+  );
 }

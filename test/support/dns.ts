@@ -25,7 +25,14 @@ export class TestDns {
         }
       } else if (q.type === Packet.TYPE.MX) {
         for (const m of this.mx.get(name) ?? []) {
-          response.answers.push({ name: q.name, type: Packet.TYPE.MX, class: Packet.CLASS.IN, ttl: 1, exchange: m.exchange, priority: m.priority } as never);
+          response.answers.push({
+            name: q.name,
+            type: Packet.TYPE.MX,
+            class: Packet.CLASS.IN,
+            ttl: 1,
+            exchange: m.exchange,
+            priority: m.priority,
+          } as never);
         }
       }
       send(response);

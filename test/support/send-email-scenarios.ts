@@ -30,7 +30,12 @@ export interface Scenario {
 }
 
 function begin(emailId: string, window?: number): HistoryBuilder {
-  const input = { emailId, transportRetryBaseSeconds: 30, deliveryTaskQueue: DELIVERY_TASK_QUEUE, ...(window ? { confirmationWindowMs: window } : {}) };
+  const input = {
+    emailId,
+    transportRetryBaseSeconds: 30,
+    deliveryTaskQueue: DELIVERY_TASK_QUEUE,
+    ...(window ? { confirmationWindowMs: window } : {}),
+  };
   return new HistoryBuilder(SEND_EMAIL_WORKFLOW, TASK_QUEUE, [input]).workflowTask();
 }
 
@@ -96,7 +101,9 @@ export const scenarios: Scenario[] = [
       const h = begin(ID);
       load(h, ID, h.now + 5 + 24 * HOUR);
       const t = h.startTimer(24 * HOUR);
-      h.advance(60_000).signal(CANCEL_SIGNAL, [{ at: h.now }]).workflowTask();
+      h.advance(60_000)
+        .signal(CANCEL_SIGNAL, [{ at: h.now }])
+        .workflowTask();
       // Wrong: the history lacks the timer's cancellation that the signal causes.
       if (!wrong) h.cancelTimer(t);
       claim(h, ID, { outcome: 'not_queued', status: 'canceled' });
@@ -163,7 +170,10 @@ export const scenarios: Scenario[] = [
       // Wrong: the workflow ends at `sent` as if there were no confirmation window.
       if (wrong) return h.complete({ status: 'sent' });
       const t = h.startTimer(72 * HOUR);
-      h.advance(3 * HOUR).signal(CLOSE_UNCONFIRMED_SIGNAL).workflowTask().cancelTimer(t);
+      h.advance(3 * HOUR)
+        .signal(CLOSE_UNCONFIRMED_SIGNAL)
+        .workflowTask()
+        .cancelTimer(t);
       const c = h.scheduleActivity('closeUnconfirmed', [ID]);
       h.advance(5).completeActivity(c, { status: 'unconfirmed' });
       return h.workflowTask().complete({ status: 'unconfirmed' });

@@ -43,7 +43,14 @@ export function sharedService(): Promise<TestEnv> {
       const dnsServer = await dns.start();
       const databaseUrl = await newDatabase('svc_api');
       const service = await startService(
-        testConfig({ databaseUrl, smtpUrl, dnsServers: [dnsServer], domainVerifyFirstDelaySeconds: 1, domainVerifyWindowHours: 30 / 3600, domainVerifySweepSeconds: 1 }),
+        testConfig({
+          databaseUrl,
+          smtpUrl,
+          dnsServers: [dnsServer],
+          domainVerifyFirstDelaySeconds: 1,
+          domainVerifyWindowHours: 30 / 3600,
+          domainVerifySweepSeconds: 1,
+        }),
         { log: pino({ level: process.env.TEST_LOG_LEVEL || 'silent' }) },
       );
       return { service, sink, dns, url: service.url };
@@ -68,7 +75,11 @@ export interface Tenant {
   sendKey: string;
   testKey: string;
   adminKey: string;
-  call: <T = any>(method: string, path: string, opts?: RequestOptions & { as?: 'send' | 'test' | 'admin' }) => ReturnType<typeof request<T>>;
+  call: <T = any>(
+    method: string,
+    path: string,
+    opts?: RequestOptions & { as?: 'send' | 'test' | 'admin' },
+  ) => ReturnType<typeof request<T>>;
 }
 
 let tenants = 0;

@@ -65,21 +65,43 @@ export class HistoryBuilder {
   private add(type: string, attrs: Record<string, unknown>): number {
     const eventId = this.events.length + 1;
     const key = type[0].toLowerCase() + type.slice(1) + 'EventAttributes';
-    this.events.push({ eventId: String(eventId), eventTime: new Date(this.clock).toISOString(), eventType: type, taskId: String(1048576 + eventId), [key]: attrs });
+    this.events.push({
+      eventId: String(eventId),
+      eventTime: new Date(this.clock).toISOString(),
+      eventType: type,
+      taskId: String(1048576 + eventId),
+      [key]: attrs,
+    });
     return eventId;
   }
 
   /** A workflow task: scheduled, started (its time is the workflow's `now`), completed. */
   workflowTask(): this {
-    const scheduled = this.add('WorkflowTaskScheduled', { taskQueue: { name: this.taskQueue, kind: 'TASK_QUEUE_KIND_NORMAL' }, startToCloseTimeout: '10s', attempt: 1 });
-    const started = this.add('WorkflowTaskStarted', { scheduledEventId: String(scheduled), identity: 'history-builder', requestId: `req-${scheduled}` });
-    this.lastWftCompleted = this.add('WorkflowTaskCompleted', { scheduledEventId: String(scheduled), startedEventId: String(started), identity: 'history-builder' });
+    const scheduled = this.add('WorkflowTaskScheduled', {
+      taskQueue: { name: this.taskQueue, kind: 'TASK_QUEUE_KIND_NORMAL' },
+      startToCloseTimeout: '10s',
+      attempt: 1,
+    });
+    const started = this.add('WorkflowTaskStarted', {
+      scheduledEventId: String(scheduled),
+      identity: 'history-builder',
+      requestId: `req-${scheduled}`,
+    });
+    this.lastWftCompleted = this.add('WorkflowTaskCompleted', {
+      scheduledEventId: String(scheduled),
+      startedEventId: String(started),
+      identity: 'history-builder',
+    });
     return this;
   }
 
   /** The last workflow task stays open: what a history looks like mid-run. */
   openWorkflowTask(): this {
-    const scheduled = this.add('WorkflowTaskScheduled', { taskQueue: { name: this.taskQueue, kind: 'TASK_QUEUE_KIND_NORMAL' }, startToCloseTimeout: '10s', attempt: 1 });
+    const scheduled = this.add('WorkflowTaskScheduled', {
+      taskQueue: { name: this.taskQueue, kind: 'TASK_QUEUE_KIND_NORMAL' },
+      startToCloseTimeout: '10s',
+      attempt: 1,
+    });
     this.add('WorkflowTaskStarted', { scheduledEventId: String(scheduled), identity: 'history-builder', requestId: `req-${scheduled}` });
     return this;
   }
@@ -100,7 +122,12 @@ export class HistoryBuilder {
   /** Started (on its final attempt; earlier attempts leave no events) and completed. */
   completeActivity(ref: ActivityRef, result: unknown, attempt = 1): this {
     const started = this.add('ActivityTaskStarted', { scheduledEventId: String(ref.eventId), identity: 'history-builder', attempt });
-    this.add('ActivityTaskCompleted', { scheduledEventId: String(ref.eventId), startedEventId: String(started), result: { payloads: [payload(result)] }, identity: 'history-builder' });
+    this.add('ActivityTaskCompleted', {
+      scheduledEventId: String(ref.eventId),
+      startedEventId: String(started),
+      result: { payloads: [payload(result)] },
+      identity: 'history-builder',
+    });
     return this;
   }
 
@@ -109,7 +136,11 @@ export class HistoryBuilder {
     this.add('ActivityTaskFailed', {
       scheduledEventId: String(ref.eventId),
       startedEventId: String(started),
-      failure: { message: failure.message, source: 'TypeScriptSDK', applicationFailureInfo: { type: failure.type, nonRetryable: failure.nonRetryable } },
+      failure: {
+        message: failure.message,
+        source: 'TypeScriptSDK',
+        applicationFailureInfo: { type: failure.type, nonRetryable: failure.nonRetryable },
+      },
       retryState: failure.nonRetryable ? 'RETRY_STATE_NON_RETRYABLE_FAILURE' : 'RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED',
       identity: 'history-builder',
     });
@@ -118,7 +149,11 @@ export class HistoryBuilder {
 
   startTimer(ms: number): TimerRef {
     const timerId = String(++this.timerSeq);
-    const eventId = this.add('TimerStarted', { timerId, startToFireTimeout: `${ms / 1000}s`, workflowTaskCompletedEventId: String(this.lastWftCompleted) });
+    const eventId = this.add('TimerStarted', {
+      timerId,
+      startToFireTimeout: `${ms / 1000}s`,
+      workflowTaskCompletedEventId: String(this.lastWftCompleted),
+    });
     return { eventId, timerId };
   }
 
@@ -128,7 +163,12 @@ export class HistoryBuilder {
   }
 
   cancelTimer(ref: TimerRef): this {
-    this.add('TimerCanceled', { timerId: ref.timerId, startedEventId: String(ref.eventId), workflowTaskCompletedEventId: String(this.lastWftCompleted), identity: 'history-builder' });
+    this.add('TimerCanceled', {
+      timerId: ref.timerId,
+      startedEventId: String(ref.eventId),
+      workflowTaskCompletedEventId: String(this.lastWftCompleted),
+      identity: 'history-builder',
+    });
     return this;
   }
 
@@ -138,7 +178,10 @@ export class HistoryBuilder {
   }
 
   complete(result: unknown): this {
-    this.add('WorkflowExecutionCompleted', { result: { payloads: [payload(result)] }, workflowTaskCompletedEventId: String(this.lastWftCompleted) });
+    this.add('WorkflowExecutionCompleted', {
+      result: { payloads: [payload(result)] },
+      workflowTaskCompletedEventId: String(this.lastWftCompleted),
+    });
     return this;
   }
 

@@ -6,7 +6,12 @@
 import { sendEmailWorkflow, sendEmailActivityRetry, SEND_EMAIL_SIGNALS, type SendEmailInput, type SendEmailResult } from '../send-email';
 import type { SendEmailActivities } from '../../activities/send-email-types';
 import { temporalContext, type TemporalBinding } from './binding';
-import { domainVerificationWorkflow, domainVerificationActivityRetry, type DomainVerificationInput, type DomainVerificationResult } from '../domain-verification';
+import {
+  domainVerificationWorkflow,
+  domainVerificationActivityRetry,
+  type DomainVerificationInput,
+  type DomainVerificationResult,
+} from '../domain-verification';
 import type { DomainVerificationActivities } from '../../activities/domain-verification-types';
 
 export type TemporalSendEmailInput = SendEmailInput & TemporalBinding;
