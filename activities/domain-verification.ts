@@ -1,39 +1,5 @@
-import type { Orm } from '../db/orm';
-import { Domain } from '../db/entities';
-import { evaluate } from '../server/domain-identity';
-import { lookup, type DnsResolver } from './dns';
-import type { Clock } from './send-email';
-import type { Logger } from '../server/logger';
-import type { DomainVerificationActivities, CheckDomainResult } from './domain-verification-types';
-
-export interface DomainVerificationDeps {
-  orm: Orm;
-  dns: DnsResolver;
-  clock: Clock;
-  log: Logger;
-}
-
-/**
- * Resolves every record of a domain, stores what was observed, and moves the domain to
- * `verified` when every required record matches. Shared by the workflow and "verify now".
- * A verified domain stays verified: a failed re-check only updates what was observed.
- */
-export async function checkDomain(deps: DomainVerificationDeps, domainId: string): Promise<CheckDomainResult> {
-  const em = deps.orm.em.fork();
-  const domain = await em.findOne(Domain, { id: domainId });
-  if (!domain || domain.deletedAt) return { status: 'deleted' };
-  const records = await Promise.all(domain.records.map(async (r) => evaluate(r, await lookup(deps.dns, r))));
-  const matched = records.length > 0 && records.every((r) => !r.required || r.status === 'verified');
-  const now = deps.clock.now();
-  const status = domain.status === 'verified' || matched ? 'verified' : 'pending';
-  await em.nativeUpdate(
-    Domain,
-    { id: domainId },
-    { records, lastCheckedAt: now, status, ...(status === 'verified' && !domain.verifiedAt ? { verifiedAt: now } : {}) },
-  );
-  deps.log.info({ domainId, status, records: records.map((r) => `${r.purpose}:${r.status}`) }, 'domain checked');
-  return { status };
-}
+import type { DomainVerificationActivities } from '../workflows/domain-verification';
+import { checkDomain, type DomainVerificationDeps } from '../core/domains/verification';
 
 export function createDomainVerificationActivities(deps: DomainVerificationDeps): DomainVerificationActivities {
   return { checkDomain: (domainId) => checkDomain(deps, domainId) };

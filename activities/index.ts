@@ -1,9 +1,10 @@
+import type { SendEmailActivities } from '../workflows/send-email';
+import type { DomainVerificationActivities } from '../workflows/domain-verification';
+import type { DnsResolver } from '../core/domains/dns';
 import { createSendEmailActivities, type SendEmailDeps } from './send-email';
 import { createDomainVerificationActivities } from './domain-verification';
-import type { SendEmailActivities } from './send-email-types';
-import type { DomainVerificationActivities } from './domain-verification-types';
-import type { DnsResolver } from './dns';
 
+/** Every activity of every workflow in workflows/index.ts. A new workflow adds its contract here. */
 export type Activities = SendEmailActivities & DomainVerificationActivities;
 export type ActivityDeps = SendEmailDeps & { dns: DnsResolver };
 

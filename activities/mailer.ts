@@ -1,13 +1,19 @@
 import nodemailer from 'nodemailer';
 import type Mail from 'nodemailer/lib/mailer';
 
+/** One mailbox as a header names it. */
+export interface HeaderAddress {
+  name: string | null;
+  address: string;
+}
+
 export interface OutgoingMessage {
   messageId: string;
-  from: string;
-  to: string[];
-  cc: string[];
-  bcc: string[];
-  replyTo: string | null;
+  from: HeaderAddress;
+  to: HeaderAddress[];
+  cc: HeaderAddress[];
+  bcc: HeaderAddress[];
+  replyTo: HeaderAddress | null;
   subject: string;
   html: string | null;
   text: string | null;
@@ -66,6 +72,8 @@ function rejections(list: SmtpErrorShape['rejectedErrors'] = []): RecipientRejec
   return list.map((r) => ({ address: (r.recipient ?? '').toLowerCase(), code: r.responseCode ?? null, response: r.response ?? r.message }));
 }
 
+const headerAddress = (a: HeaderAddress): Mail.Address => ({ name: a.name ?? '', address: a.address });
+
 export function createSmtpMailer(url: string, finalDestination: boolean): Mailer {
   const transport = nodemailer.createTransport(url, { disableFileAccess: true, disableUrlAccess: true });
   return {
@@ -73,11 +81,13 @@ export function createSmtpMailer(url: string, finalDestination: boolean): Mailer
     async send(msg) {
       const mail: Mail.Options = {
         messageId: msg.messageId,
-        from: msg.from,
-        to: msg.to,
-        cc: msg.cc,
-        bcc: msg.bcc,
-        replyTo: msg.replyTo ?? undefined,
+        // Address objects, not strings: nodemailer quotes or encodes the name, and never re-parses
+        // a string that could hold more than one mailbox.
+        from: headerAddress(msg.from),
+        to: msg.to.map(headerAddress),
+        cc: msg.cc.map(headerAddress),
+        bcc: msg.bcc.map(headerAddress),
+        replyTo: msg.replyTo ? headerAddress(msg.replyTo) : undefined,
         subject: msg.subject,
         html: msg.html ?? undefined,
         text: msg.text ?? undefined,

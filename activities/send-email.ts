@@ -1,17 +1,15 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Orm } from '../db/orm';
 import { Email, Recipient, EmailEvent, Attachment, Suppression, Domain, type EventType } from '../db/entities';
-import type { SendEmailActivities, DeliverResult } from './send-email-types';
+import type { Logger } from 'pino';
+import type { SendEmailActivities, DeliverResult } from '../workflows/send-email';
+import { uuidv7 } from '../db/ids';
+import type { Clock } from '../core/clock';
+import type { Secrets } from '../core/secrets';
+import { parseMailbox, type Mailbox } from '../core/emails/address';
 import { PermanentFailure, TransientDeliveryError } from './errors';
 import { SmtpTransactionError, type Mailer, type RecipientRejection, type OutgoingMessage } from './mailer';
 import { aggregateStatus, testModeOutcome } from './outcomes';
-import { uuidv7 } from '../server/ids';
-import type { Logger } from '../server/logger';
-import type { Secrets } from '../server/secrets';
-
-export interface Clock {
-  now(): Date;
-}
 
 export interface SendEmailDeps {
   orm: Orm;
@@ -73,21 +71,24 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
     const envelopeTo = recipients.map((r) => r.address);
     let accepted: string[] = [];
     let rejected: RecipientRejection[] = [];
+    const from = mailbox(email.from);
     try {
       const outcome = await mailer.send({
         messageId: email.messageId,
-        from: email.from,
-        to: email.to,
-        cc: email.cc,
-        bcc: email.bcc,
-        replyTo: email.replyTo,
+        // Headers are written from the parsed mailboxes, never from the stored strings: what the
+        // API checked (one mailbox each) is exactly what the headers name.
+        from,
+        to: email.to.map(mailbox),
+        cc: email.cc.map(mailbox),
+        bcc: email.bcc.map(mailbox),
+        replyTo: email.replyTo === null ? null : mailbox(email.replyTo),
         subject: email.subject,
         html: email.html,
         text: email.text,
         headers: email.headers,
         attachments: attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, content: a.content })),
         // Bounces come back to the domain's return-path host, which its SPF and MX records cover.
-        envelope: { from: identity.returnPath ?? addressOnly(email.from), to: envelopeTo },
+        envelope: { from: identity.returnPath ?? from.address, to: envelopeTo },
         date: email.createdAt,
         ...(identity.dkim ? { dkim: identity.dkim } : {}),
       });
@@ -232,7 +233,9 @@ export async function closeUnconfirmed(orm: Orm, emailId: string, clock: Clock):
 
 const isDue = (r: Recipient) => r.state === 'pending' || r.state === 'in_flight';
 
-function addressOnly(from: string): string {
-  const m = /<([^>]+)>\s*$/.exec(from);
-  return (m ? m[1] : from).trim();
+/** A stored address as the one mailbox it was accepted as; anything else cannot be sent. */
+function mailbox(stored: string): Mailbox {
+  const m = parseMailbox(stored);
+  if (!m) throw new PermanentFailure('a stored address is not a single mailbox');
+  return m;
 }

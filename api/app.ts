@@ -1,13 +1,13 @@
 import Koa from 'koa';
 import Router from '@koa/router';
-import { RequestContext } from '@mikro-orm/core';
+import type { Logger } from 'pino';
 import type { Orm } from '../db/orm';
 import type { Engine } from '../worker/engine';
-import type { Logger } from '../server/logger';
 import type { DevInbox } from '../smtp/dev-inbox';
+import { ServiceError } from '../core/errors';
 import { errorMiddleware } from './middleware/errors';
 import { authMiddleware } from './middleware/auth';
-import { ApiError } from './errors';
+import type { ApiState } from './state';
 import { emailRoutes } from './emails/routes';
 import { keyRoutes } from './keys/routes';
 import { domainRoutes, type DomainRoutesDeps } from './domains/routes';
@@ -22,19 +22,19 @@ export interface AppDeps {
   maxBodyBytes: number;
   dispatch: () => void;
   inbox?: DevInbox;
+  /** The API listens beyond loopback: the development inbox then needs an ADMIN key. */
+  inboxAdminOnly?: boolean;
   domains: DomainRoutesDeps['domains'];
 }
 
-export function createApp(deps: AppDeps): Koa {
-  const app = new Koa();
+export function createApp(deps: AppDeps): Koa<ApiState> {
+  const app = new Koa<ApiState>();
   app.proxy = false;
   // Errors are rendered by errorMiddleware and logged there with an id; silence Koa's own printing.
   app.silent = true;
   app.use(errorMiddleware(deps.log));
-  // Each request gets its own EntityManager fork.
-  app.use((ctx, next) => RequestContext.create(deps.orm.em, next));
 
-  const root = new Router();
+  const root = new Router<ApiState>();
   root.get('/health', async (ctx) => {
     let database = 'up';
     try {
@@ -48,9 +48,9 @@ export function createApp(deps: AppDeps): Koa {
     ctx.body = { status: ok ? 'ok' : 'unavailable', database, engine: `${deps.engine.name}:${engine}` };
   });
   app.use(root.routes());
-  if (deps.inbox) app.use(inboxRoutes(deps.inbox).routes());
+  if (deps.inbox) app.use(inboxRoutes(deps.inbox, deps.inboxAdminOnly ? { adminOnly: deps.orm } : {}).routes());
 
-  const api = new Router({ prefix: '/api/v1' });
+  const api = new Router<ApiState>({ prefix: '/api/v1' });
   api.use(authMiddleware(deps.orm));
   const emails = emailRoutes(deps);
   api.use(emails.routes());
@@ -66,9 +66,9 @@ export function createApp(deps: AppDeps): Koa {
     const allowed = routed.flatMap((r) => r.match(ctx.path, ctx.method).path).filter((l) => l.methods.length > 0);
     if (allowed.length > 0) {
       ctx.set('Allow', [...new Set(allowed.flatMap((l) => l.methods))].join(', '));
-      throw new ApiError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`);
+      throw new ServiceError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`);
     }
-    throw new ApiError(404, 'route_not_found', `no route for ${ctx.method} ${ctx.path}`);
+    throw new ServiceError('route_not_found', `no route for ${ctx.method} ${ctx.path}`);
   });
   return app;
 }

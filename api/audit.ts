@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AuditEntry } from '../db/entities';
-import { uuidv7 } from '../server/ids';
-import type { AuthState } from './middleware/auth';
+import { uuidv7 } from '../db/ids';
+import type { AuthState } from '../core/auth';
 
 /**
  * Records a management write in the organization's audit log, naming the key. Persisted on the

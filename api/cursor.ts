@@ -1,22 +1,24 @@
-import { ApiError } from './errors';
-import { isUuid } from '../server/ids';
+import { ServiceError } from '../core/errors';
+import { inRange } from '../core/time';
+import { isUuid } from '../db/ids';
 
 /** Opaque keyset cursor: the (created_at, id) of the last row served. */
 export interface Cursor {
-  createdAt: string;
+  createdAt: Date;
   id: string;
 }
 
-export function encodeCursor(c: Cursor): string {
-  return Buffer.from(`v1|${c.createdAt}|${c.id}`, 'utf8').toString('base64url');
+export function encodeCursor(c: { createdAt: Date | string; id: string }): string {
+  return Buffer.from(`v1|${new Date(c.createdAt).toISOString()}|${c.id}`, 'utf8').toString('base64url');
 }
 
+/** A cursor we issued, or 422 invalid_cursor (also for a forged one whose time is outside what is stored: 1970–9999). */
 export function decodeCursor(s: string): Cursor {
-  const bad = () => new ApiError(422, 'invalid_cursor', 'cursor is not valid; pass next_cursor from a previous page unchanged');
+  const bad = () => new ServiceError('invalid_cursor', 'cursor is not valid; pass next_cursor from a previous page unchanged');
   if (!/^[A-Za-z0-9_-]{1,200}$/.test(s)) throw bad();
   const parts = Buffer.from(s, 'base64url').toString('utf8').split('|');
   if (parts.length !== 3 || parts[0] !== 'v1' || !isUuid(parts[2])) throw bad();
   const t = Date.parse(parts[1]);
-  if (Number.isNaN(t) || new Date(t).toISOString() !== parts[1]) throw bad();
-  return { createdAt: parts[1], id: parts[2] };
+  if (!inRange(t) || new Date(t).toISOString() !== parts[1]) throw bad();
+  return { createdAt: new Date(t), id: parts[2] };
 }

@@ -1,32 +1,35 @@
 import type Koa from 'koa';
-import { ValidationError, type AnySchema, type AnyObject, type InferType, type ObjectSchema } from 'yup';
-import { fromYup, validationError } from './errors';
+import type { AnyObject, AnySchema, InferType, ObjectSchema } from 'yup';
+import { validationError } from '../core/errors';
+import { isPlainObject, validate } from '../core/validate';
 import { readJsonBody } from './middleware/json-body';
-import { isPlainObject } from './emails/schema';
-
-/** Every failed rule as one 422 `validation_error`, each rule a detail. */
-export function validate<S extends AnySchema>(schema: S, value: unknown): InferType<S> {
-  try {
-    return schema.validateSync(value, { abortEarly: false });
-  } catch (err) {
-    if (err instanceof ValidationError) throw fromYup(err);
-    throw err;
-  }
-}
 
 /**
  * Query parameters against an object schema. yup's noUnknown strips rather than rejects when it
- * coerces (limit arrives as a string), so unknown and repeated parameters are refused here.
+ * coerces (limit arrives as a string), so unknown and repeated parameters are refused here. Names
+ * are client input: only the schema's own fields count (`constructor`, `__proto__` and `toString`
+ * are unknown parameters, not inherited ones), and the values are copied onto a prototype-less
+ * object before yup sees them.
  */
 export function validateQuery<S extends ObjectSchema<AnyObject>>(schema: S, query: Record<string, unknown>): InferType<S> {
-  const unknown = Object.keys(query).filter((k) => !(k in schema.fields));
-  if (unknown.length)
+  const names = Object.keys(query);
+  const unknown = names.filter((k) => !Object.hasOwn(schema.fields, k));
+  if (unknown.length) {
     throw validationError(
       `unknown query parameter(s): ${unknown.join(', ')}`,
       unknown.map((k) => ({ field: k, message: 'unknown parameter' })),
     );
-  if (Object.values(query).some((v) => Array.isArray(v))) throw validationError('each query parameter may appear once');
-  return validate(schema, { ...query });
+  }
+  const values: Record<string, unknown> = Object.create(null);
+  for (const k of names) {
+    const v = query[k];
+    if (Array.isArray(v)) throw validationError('each query parameter may appear once', [{ field: k, message: 'repeated' }]);
+    // PostgreSQL text cannot hold NUL; refused here like a NUL in a body.
+    if (typeof v === 'string' && v.includes('\u0000'))
+      throw validationError(`${k} must not contain NUL characters`, [{ field: k, message: 'contains a NUL character' }]);
+    values[k] = v;
+  }
+  return validate(schema, { ...values });
 }
 
 /** A JSON object body checked against a schema (415/413/400 from the reader, 422 from the rules). */

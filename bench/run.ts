@@ -11,7 +11,7 @@ import pino from 'pino';
 import { ensureEmbeddedPostgres } from '../db/embedded-postgres';
 import { readConfig } from '../server/config';
 import { startService } from '../server/service';
-import { createDomain, createKey, createOrganization } from '../server/provisioning';
+import { createDomain, createKey, createOrganization } from '../core/provisioning';
 import { startBaseline } from './baseline';
 import { Client } from 'pg';
 import { SMTPServer } from 'smtp-server';

@@ -1,22 +1,24 @@
 import { parseArgs } from 'node:util';
 import path from 'node:path';
 import pino from 'pino';
-import { readConfig, verificationTiming } from '../server/config';
-import { createLogger } from '../server/logger';
+import { readConfig, temporalSettings, verificationTiming } from '../server/config';
 import { openDatabase } from '../server/database';
 import { startService } from '../server/service';
 import { ensureLocalSetup } from '../server/bootstrap';
-import { createDomain, createKey, createOrganization } from '../server/provisioning';
+import { createLogger } from '../core/logging';
+import { systemClock } from '../core/clock';
+import { createDomain, createKey, createOrganization } from '../core/provisioning';
+import { identityDeps } from '../core/domains/identity';
+import { createDnsResolver } from '../core/domains/dns';
 import type { Permission, KeyMode, Plan, Stream } from '../db/entities';
+import { isUuid } from '../db/ids';
+import { CLOSE_UNCONFIRMED_SIGNAL } from '../workflows/send-email';
 import { createSmtpMailer } from '../activities/mailer';
 import { createActivities } from '../activities';
 import { closeUnconfirmed } from '../activities/send-email';
 import { runTemporalWorker } from '../worker/temporal-worker';
 import { installTemporalRuntime } from '../worker/temporal-runtime';
-import { startTemporalEngine, temporalSettings } from '../worker/temporal-engine';
-import { isUuid } from '../server/ids';
-import { identityDeps } from '../server/domain-identity';
-import { createDnsResolver } from '../activities/dns';
+import { startTemporalEngine } from '../worker/temporal-engine';
 
 const USAGE = `usage:
   svc start                                   run the API, the embedded engine and (without SMTP_URL) the dev inbox
@@ -60,11 +62,22 @@ async function start(): Promise<void> {
   const config = readConfig();
   const log = createLogger(config.logLevel);
   const service = await startService(config, { log });
-  const { creds, created } = await ensureLocalSetup(service.db.orm, config.dataDir);
+  const { setup, created, tokens } = await ensureLocalSetup(service.db.orm, config.dataDir, { production: config.production });
+  const sendToken = tokens?.send ?? '<SEND key>';
+  const from = setup.sender_domain ? `hello@${setup.sender_domain}` : 'hello@<your verified domain>';
   const curl = `curl -s ${service.url}/api/v1/emails \\
-  -H 'Authorization: Bearer ${creds.send_key}' \\
+  -H 'Authorization: Bearer ${sendToken}' \\
   -H 'Content-Type: application/json' \\
-  -d '{"from": "Hello <hello@${creds.sender_domain}>", "to": "you@example.com", "subject": "First email", "html": "<p>It works.</p>"}'`;
+  -d '{"from": "Hello <${from}>", "to": "you@example.com", "subject": "First email", "html": "<p>It works.</p>"}'`;
+  const keyCreate = `svc key create --org ${setup.organization_id} --name NAME --permission send|full|admin --mode live|test`;
+  // Tokens are shown once, when made: never again, never in production (which makes none here).
+  const keyLines = tokens
+    ? [
+        `  ADMIN key      ${tokens.admin}`,
+        `  SEND key       ${tokens.send}`,
+        '                 (shown this once and not saved: copy them now; later, make keys with svc key create)',
+      ]
+    : [`  API keys       shown only when made; make one with: ${keyCreate}`];
   const lines = [
     '',
     `  svc is running (${created ? 'first run: local organization created' : 'local organization reused'})`,
@@ -75,11 +88,13 @@ async function start(): Promise<void> {
       ? `  Dev inbox      ${service.url}/inbox   (SMTP sink on 127.0.0.1:${service.inbox.port}; set SMTP_URL for real delivery)`
       : `  Outbound SMTP  ${config.smtpUrl!.replace(/\/\/[^@/]*@/, '//***@')}`,
     `  Database       ${service.db.embedded ? `embedded PostgreSQL in ${path.join(config.dataDir, 'postgres')}` : 'DATABASE_URL'}`,
-    `  Credentials    ${path.join(config.dataDir, 'credentials.json')}`,
-    `  Organization   ${creds.organization_id}`,
-    `  Sender domain  ${creds.sender_domain} (verified sandbox)`,
-    `  ADMIN key      ${creds.admin_key}`,
-    `  SEND key       ${creds.send_key}`,
+    `  Worker         ${service.executorId ? `executor ${service.executorId}` : 'Temporal (run svc worker)'}`,
+    `  Setup          ${path.join(config.dataDir, 'credentials.json')} (ids, no tokens)`,
+    `  Organization   ${setup.organization_id}`,
+    setup.sender_domain
+      ? `  Sender domain  ${setup.sender_domain} (verified sandbox)`
+      : '  Sender domain  none yet: POST /api/v1/domains or svc domain create',
+    ...keyLines,
     '',
     '  Send a first email:',
     '',
@@ -132,7 +147,7 @@ async function worker(): Promise<void> {
   const activities = createActivities({
     orm: workerOrm,
     mailer,
-    clock: { now: () => new Date() },
+    clock: systemClock,
     log: log.child({ component: 'activities' }),
     secrets: identityDeps(config).secrets,
     dns: createDnsResolver(config.dnsServers),
@@ -161,7 +176,7 @@ async function closeUnconfirmedCommand(emailId: string, out: (v: unknown) => voi
   if (!isUuid(emailId)) throw new UsageError('EMAIL_ID must be an email id');
   const config = readConfig();
   await withDb(async (db) => {
-    const { status } = await closeUnconfirmed(db.orm, emailId, { now: () => new Date() });
+    const { status } = await closeUnconfirmed(db.orm, emailId, systemClock);
     if (status !== 'unconfirmed') {
       throw new Error(`not_closable: email ${emailId} is ${status}; only a sent message can be closed as unconfirmed`);
     }
@@ -170,7 +185,7 @@ async function closeUnconfirmedCommand(emailId: string, out: (v: unknown) => voi
       const log = pino({ level: process.env.LOG_LEVEL || 'warn' }, pino.destination(2));
       const engine = await startTemporalEngine(temporalSettings(config), log);
       try {
-        await engine.signalCloseUnconfirmed(emailId);
+        await engine.signal(emailId, CLOSE_UNCONFIRMED_SIGNAL);
       } finally {
         await engine.stop();
       }

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { userInfo } from 'node:os';
 import { Client } from 'pg';
-import type { Logger } from '../server/logger';
+import type { Logger } from 'pino';
 
 const DB_NAME = 'svc';
 

@@ -33,6 +33,10 @@ export async function runPrepared<T>(orm: Orm, statement: PreparedStatement, val
   try {
     const result = await connection.query({ name: statement.name, text: statement.text, values });
     return result.rows as T[];
+  } catch (err) {
+    // Logs name the statement instead of its text and values (core/logging.ts).
+    if (err && typeof err === 'object') Object.assign(err, { statement: statement.name });
+    throw err;
   } finally {
     await client.releaseConnection(connection);
   }

@@ -2,40 +2,56 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Orm } from '../db/orm';
 import { Organization } from '../db/entities';
-import { createDomain, createKey, createOrganization } from './provisioning';
+import { createDomain, createKey, createOrganization } from '../core/provisioning';
 
 export const SANDBOX_DOMAIN = 'sandbox.test';
 
-export interface LocalCredentials {
+/** What first-run setup made, kept in DATA_DIR/credentials.json. Tokens are not kept: they are shown once. */
+export interface LocalSetup {
   organization_id: string;
-  sender_domain: string;
-  admin_key: string;
-  send_key: string;
+  /** The verified sandbox domain (development only). */
+  sender_domain: string | null;
+  admin_key_id: string | null;
+  send_key_id: string | null;
   created_at: string;
 }
 
+export interface LocalSetupResult {
+  setup: LocalSetup;
+  /** True on the run that made it. */
+  created: boolean;
+  /** The keys' tokens, only on the run that made them (never in production, which makes no keys). */
+  tokens: { admin: string; send: string } | null;
+}
+
 /**
- * First run: a local organization, a verified sandbox domain in the reserved .test TLD, an ADMIN
- * key and a live SEND key, saved to DATA_DIR/credentials.json (0600) because tokens are shown once.
+ * First run: the operator's own organization (standard plan). In development also a verified
+ * sandbox domain in the reserved .test TLD, an ADMIN key and a live SEND key, whose tokens the
+ * caller prints this once; in production nothing more (keys come from `svc key create`).
  */
-export async function ensureLocalSetup(orm: Orm, dataDir: string): Promise<{ creds: LocalCredentials; created: boolean }> {
+export async function ensureLocalSetup(orm: Orm, dataDir: string, opts: { production: boolean }): Promise<LocalSetupResult> {
   const file = path.join(dataDir, 'credentials.json');
   if (fs.existsSync(file)) {
-    const creds = JSON.parse(fs.readFileSync(file, 'utf8')) as LocalCredentials;
-    if (await orm.em.fork().findOne(Organization, { id: creds.organization_id })) return { creds, created: false };
+    const setup = JSON.parse(fs.readFileSync(file, 'utf8')) as LocalSetup;
+    if (await orm.em.fork().findOne(Organization, { id: setup.organization_id })) return { setup, created: false, tokens: null };
   }
   const org = await createOrganization(orm, 'Local organization', 'standard');
-  const domain = await createDomain(orm, org.id, SANDBOX_DOMAIN, { verified: true });
-  const admin = await createKey(orm, org.id, { name: 'local admin', permission: 'admin', mode: 'live' });
-  const send = await createKey(orm, org.id, { name: 'local send', permission: 'send', mode: 'live' });
-  const creds: LocalCredentials = {
+  let setup: LocalSetup = {
     organization_id: org.id,
-    sender_domain: domain.name,
-    admin_key: admin.token,
-    send_key: send.token,
+    sender_domain: null,
+    admin_key_id: null,
+    send_key_id: null,
     created_at: new Date().toISOString(),
   };
-  fs.writeFileSync(file, JSON.stringify(creds, null, 2) + '\n', { mode: 0o600 });
+  let tokens: LocalSetupResult['tokens'] = null;
+  if (!opts.production) {
+    const domain = await createDomain(orm, org.id, SANDBOX_DOMAIN, { verified: true });
+    const admin = await createKey(orm, org.id, { name: 'local admin', permission: 'admin', mode: 'live' });
+    const send = await createKey(orm, org.id, { name: 'local send', permission: 'send', mode: 'live' });
+    setup = { ...setup, sender_domain: domain.name, admin_key_id: admin.key.id, send_key_id: send.key.id };
+    tokens = { admin: admin.token, send: send.token };
+  }
+  fs.writeFileSync(file, JSON.stringify(setup, null, 2) + '\n', { mode: 0o600 });
   fs.chmodSync(file, 0o600);
-  return { creds, created: true };
+  return { setup, created: true, tokens };
 }

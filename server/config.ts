@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
-import type { NativeConnectionOptions } from '@temporalio/worker';
+import type { TemporalSettings } from '../worker/temporal-engine';
 
 /** Everything the process reads from its environment, parsed once at boot. */
 export interface Config {
@@ -48,17 +48,15 @@ export interface Config {
   domainVerifyWindowHours: number;
   /** DOMAIN_VERIFY_SWEEP_SECONDS: how often pending domains get their verification loop (re)started if it is not running. */
   domainVerifySweepSeconds: number;
+  /** WORKER_ID: this process's executor id on the embedded engine; unset: one kept in DATA_DIR/worker-id.<host>. */
+  workerId: string | undefined;
+  /** WORKER_DEAD_AFTER_SECONDS: a process whose heartbeat is this old is dead, and its unfinished work is taken over. */
+  workerDeadAfterSeconds: number;
+  /** NODE_ENV=production: tokens are never printed, and first start creates no keys (use `svc key create`). */
+  production: boolean;
 }
 
-export interface TemporalConfig {
-  /** TEMPORAL_ADDRESS, TEMPORAL_API_KEY, TEMPORAL_TLS* or a TEMPORAL_PROFILE, read by @temporalio/envconfig. */
-  connection: NativeConnectionOptions;
-  /** TEMPORAL_NAMESPACE (default `default`). */
-  namespace: string;
-  /** TEMPORAL_TASK_QUEUE: workflows and database activities (default `svc-mail`). */
-  taskQueue: string;
-  /** TEMPORAL_DELIVERY_TASK_QUEUE: live deliveries, rate-limited (default `<task queue>-delivery`). */
-  deliveryTaskQueue: string;
+export interface TemporalConfig extends Omit<TemporalSettings, 'retryBaseSeconds'> {
   /** CONFIRMATION_WINDOW_HOURS: how long a `sent` message's workflow waits for a delivery event or an operator's close (default 72). */
   confirmationWindowMs: number;
 }
@@ -105,7 +103,23 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     domainVerifyFirstDelaySeconds: int('DOMAIN_VERIFY_FIRST_DELAY_SECONDS', 60, env),
     domainVerifyWindowHours: int('DOMAIN_VERIFY_WINDOW_HOURS', 72, env),
     domainVerifySweepSeconds: int('DOMAIN_VERIFY_SWEEP_SECONDS', 60, env),
+    workerId: workerId(env.WORKER_ID),
+    workerDeadAfterSeconds: int('WORKER_DEAD_AFTER_SECONDS', 60, env),
+    production: env.NODE_ENV === 'production',
   };
+}
+
+function workerId(raw: string | undefined): string | undefined {
+  if (!raw) return undefined;
+  if (!/^[A-Za-z0-9._-]{1,100}$/.test(raw)) throw new Error('WORKER_ID may hold 1 to 100 of A-Z a-z 0-9 . _ -');
+  return raw;
+}
+
+/** The Temporal settings of a configuration read with ENGINE=temporal. */
+export function temporalSettings(config: Config): TemporalSettings {
+  if (!config.temporal) throw new Error('ENGINE=temporal is required for this');
+  const { confirmationWindowMs: _window, ...settings } = config.temporal;
+  return { ...settings, retryBaseSeconds: config.retryBaseSeconds };
 }
 
 function readTemporalConfig(env: NodeJS.ProcessEnv): TemporalConfig {

@@ -1,5 +1,5 @@
 import type { Config } from './config';
-import type { Logger } from './logger';
+import type { Logger } from 'pino';
 import { ensureEmbeddedPostgres, type RunningPostgres } from '../db/embedded-postgres';
 import { openOrm, migrate, type Orm } from '../db/orm';
 

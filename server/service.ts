@@ -1,42 +1,57 @@
 import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { verificationTiming, type Config } from './config';
-import { createLogger, type Logger } from './logger';
+import type { Logger } from 'pino';
+import { temporalSettings, verificationTiming, type Config } from './config';
 import { openDatabase, type Database } from './database';
 import { openOrm } from '../db/orm';
+import { createLogger } from '../core/logging';
+import { ERRORS } from '../core/errors';
+import { systemClock } from '../core/clock';
+import { identityDeps } from '../core/domains/identity';
+import { createDnsResolver } from '../core/domains/dns';
 import { DevInbox } from '../smtp/dev-inbox';
 import { createSmtpMailer, type Mailer } from '../activities/mailer';
 import { createActivities } from '../activities';
-import { startDbosEngine } from '../worker/dbos-engine';
-import { startTemporalEngine, temporalSettings } from '../worker/temporal-engine';
+import { APPLICATION_VERSION, DBOS_INTERNAL_QUEUE, startDbosEngine } from '../worker/dbos-engine';
+import { startTemporalEngine } from '../worker/temporal-engine';
 import type { Engine } from '../worker/engine';
-import { createApp } from '../api/app';
-import { Dispatcher } from '../worker/dispatcher';
+import { claimExecutor, type Executor } from '../worker/executors';
+import { Outbox } from '../worker/outbox';
 import { DomainVerificationSweep } from '../worker/domain-sweep';
-import { identityDeps } from './domain-identity';
-import { createDnsResolver } from '../activities/dns';
+import { createApp } from '../api/app';
 
 export interface Service {
   url: string;
   port: number;
   db: Database;
   engine: Engine;
+  /** The embedded engine's executor id (null on Temporal). */
+  executorId: string | null;
   inbox: DevInbox | null;
   log: Logger;
   stop(): Promise<void>;
+}
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+
+export interface ServiceOptions {
+  log?: Logger;
+  mailer?: Mailer;
+  /** This process was taken for dead and its work taken over: it must stop at once (default: exit 70). */
+  onExecutorLost?: () => void;
 }
 
 /**
  * One process: database (embedded or not), migrations, the API, the dev inbox, and either the
  * embedded engine with its workers or a Temporal client (workers then run in `svc worker`).
  */
-export async function startService(config: Config, opts: { log?: Logger; mailer?: Mailer } = {}): Promise<Service> {
+export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
   const log = opts.log ?? createLogger(config.logLevel);
   // Bind the port first: until the database and the engine are up, every request (and /health)
   // gets 503, so orchestrators and scripts can tell "starting" from "down".
   let handler: http.RequestListener = (_req, res) => {
-    res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
+    res.writeHead(ERRORS.starting.status, { 'content-type': 'application/json', 'retry-after': '1' });
     res.end(JSON.stringify({ status: 'starting', error: { code: 'starting', message: 'the service is starting; retry shortly' } }));
   };
   const server = http.createServer((req, res) => handler(req, res));
@@ -58,14 +73,23 @@ export async function startService(config: Config, opts: { log?: Logger; mailer?
   // Workers get their own pool so a backlog of deliveries never queues API requests behind it.
   const workerOrm = await openOrm(db.url, config.workerDbPoolSize);
   let engine: Engine;
+  let executor: Executor | null = null;
   if (config.engine === 'temporal') {
     engine = await startTemporalEngine(temporalSettings(config), log.child({ component: 'temporal' }));
   } else {
+    // Claimed before the engine launches: DBOS's start-up recovery then covers this process's own work only.
+    executor = await claimExecutor({
+      orm: workerOrm,
+      dataDir: config.dataDir,
+      configuredId: config.workerId,
+      deadAfterSeconds: config.workerDeadAfterSeconds,
+      log: log.child({ component: 'executor' }),
+    });
     mailer ??= inbox ? createSmtpMailer(`smtp://127.0.0.1:${inbox.port}`, true) : createSmtpMailer(config.smtpUrl!, false);
     const activities = createActivities({
       orm: workerOrm,
       mailer,
-      clock: { now: () => new Date() },
+      clock: systemClock,
       log: log.child({ component: 'activities' }),
       secrets,
       dns,
@@ -77,11 +101,17 @@ export async function startService(config: Config, opts: { log?: Logger; mailer?
       log,
       sendRatePerSecond: config.sendRatePerSecond,
       workerConcurrency: config.workerConcurrency,
+      executorId: executor.id,
+      applicationVersion: APPLICATION_VERSION,
     });
+    executor.start(
+      { internalQueue: DBOS_INTERNAL_QUEUE, applicationVersion: APPLICATION_VERSION },
+      opts.onExecutorLost ?? (() => process.exit(70)),
+    );
   }
   const timing = verificationTiming(config);
-  const dispatcher = new Dispatcher(workerOrm, engine, log.child({ component: 'dispatcher' }));
-  dispatcher.start();
+  const outbox = new Outbox(workerOrm, engine, log.child({ component: 'outbox' }), config.temporal?.confirmationWindowMs ?? 0);
+  outbox.start();
   const sweep = new DomainVerificationSweep(
     workerOrm,
     engine,
@@ -96,20 +126,15 @@ export async function startService(config: Config, opts: { log?: Logger; mailer?
     log,
     maxBodyBytes: config.maxBodyBytes,
     inbox: inbox ?? undefined,
-    dispatch: () => dispatcher.kick(),
-    domains: {
-      secrets,
-      dns,
-      platform,
-      clock: { now: () => new Date() },
-      verification: timing,
-    },
+    inboxAdminOnly: !LOOPBACK.has(config.host),
+    dispatch: () => outbox.kick(),
+    domains: { secrets, dns, platform, clock: systemClock, verification: timing },
   });
   handler = app.callback();
   const port = (server.address() as AddressInfo).port;
   const url = config.publicUrl ?? `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
 
-  log.info({ url, engine: engine.name }, 'service started');
+  log.info({ url, engine: engine.name, executorId: executor?.id ?? null }, 'service started');
 
   let stopped = false;
   return {
@@ -117,6 +142,7 @@ export async function startService(config: Config, opts: { log?: Logger; mailer?
     port,
     db,
     engine,
+    executorId: executor?.id ?? null,
     inbox,
     log,
     async stop() {
@@ -126,9 +152,10 @@ export async function startService(config: Config, opts: { log?: Logger; mailer?
         server.close(() => resolve());
         server.closeAllConnections();
       });
-      await dispatcher.stop();
+      await outbox.stop();
       await sweep.stop();
       await engine.stop();
+      await executor?.stop();
       await workerOrm.close();
       mailer?.close();
       if (inbox) await inbox.stop();

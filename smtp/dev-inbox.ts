@@ -3,7 +3,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { SMTPServer } from 'smtp-server';
 import { simpleParser } from 'mailparser';
-import type { Logger } from '../server/logger';
+import type { Logger } from 'pino';
 
 export interface InboxEntry {
   id: string;

@@ -1,46 +1,37 @@
 import { DBOS } from '@dbos-inc/dbos-sdk';
+import type { Logger } from 'pino';
 import type { Activities } from '../activities';
 import { isNonRetryable } from '../activities/errors';
-import type { WorkflowContext } from '../workflows/context';
-import { retryPolicy, type RetryClass } from '../workflows/context';
-import type { SendEmailActivities } from '../activities/send-email-types';
-import type { DomainVerificationActivities } from '../activities/domain-verification-types';
-import {
-  sendEmailWorkflow,
-  sendEmailActivityRetry,
-  SEND_EMAIL_WORKFLOW,
-  CANCEL_SIGNAL,
-  type SendEmailInput,
-} from '../workflows/send-email';
-import type { Engine, SendEmailJob } from './engine';
-import {
-  domainVerificationWorkflow,
-  domainVerificationActivityRetry,
-  DOMAIN_VERIFICATION_WORKFLOW,
-  type DomainVerificationInput,
-} from '../workflows/domain-verification';
-import type { Logger } from '../server/logger';
+import { retryPolicy, type RetryClass, type WorkflowContext } from '../workflows/context';
+import { QUEUES, type QueueName } from '../workflows/definition';
+import { WORKFLOWS } from '../workflows';
+import type { Engine } from './engine';
 
 export interface DbosEngineOptions {
   databaseUrl: string;
   activities: Activities;
   retryBaseSeconds: number;
   log: Logger;
-  /** Platform-wide live sends per second (the spec's worker send rate), enforced by the queue. */
+  /** Platform-wide live sends per second (the spec's worker send rate), enforced by the rate-limited queue. */
   sendRatePerSecond: number;
-  /** SendEmail workflows running at once in this process, per queue. */
+  /** Runs at once in this process, per queue. */
   workerConcurrency: number;
+  /**
+   * This process's executor id, held by it alone (worker/executors.ts). At launch DBOS recovers the
+   * unfinished workflows of this id only, never another process's.
+   */
+  executorId: string;
   /** Fixed so that workflows left pending by a crash are recovered by the next process, whatever its code hash. */
   applicationVersion?: string;
 }
 
-/** Live mail: rate-limited across every process sharing the database. */
-export const DELIVERY_QUEUE = 'delivery';
-/** Test-mode mail: nothing leaves the machine, so only concurrency is bounded. */
-export const SIMULATION_QUEUE = 'simulation';
+/** The application version every process runs under (recovery and takeover match on it). */
+export const APPLICATION_VERSION = 'svc-mail-1';
+/** DBOS's queue for workflows started without one: recovered runs of unqueued workflows go there (DBOS 5.3). */
+export const DBOS_INTERNAL_QUEUE = '_dbos_internal_queue';
 
-let registered: ((input: SendEmailInput) => Promise<unknown>) | undefined;
-let registeredDomain: ((input: DomainVerificationInput) => Promise<unknown>) | undefined;
+/** DBOS is a process-wide singleton: workflows are registered once, against the current engine's activities. */
+const registered = new Map<string, (input: unknown) => Promise<unknown>>();
 let current: { activities: Activities; retryBaseSeconds: number } | undefined;
 
 /** The context one workflow gets: only its own activities (those its retry map names), as DBOS steps. */
@@ -70,39 +61,29 @@ function dbosContext<A extends object>(activities: A, retry: Record<keyof A, Ret
 }
 
 /**
- * The embedded engine: DBOS Transact on the service's own PostgreSQL (schema `dbos`), in-process.
- * DBOS is a process-wide singleton, so one process runs one embedded engine.
+ * The embedded engine: DBOS Transact on the service's own PostgreSQL (schema `dbos`), in-process,
+ * running every workflow of workflows/index.ts. One process runs one embedded engine.
  */
 export async function startDbosEngine(opts: DbosEngineOptions): Promise<Engine> {
   current = { activities: opts.activities, retryBaseSeconds: opts.retryBaseSeconds };
-  if (!registered) {
-    registered = DBOS.registerWorkflow(
-      async (input: SendEmailInput) => {
+  for (const def of WORKFLOWS) {
+    if (registered.has(def.name)) continue;
+    const run = DBOS.registerWorkflow(
+      async (input: unknown) => {
         if (!current) throw new Error('embedded engine not started');
-        return sendEmailWorkflow(
-          dbosContext<SendEmailActivities>(current.activities, sendEmailActivityRetry, current.retryBaseSeconds),
-          input,
-        );
+        return def.body(dbosContext(current.activities, def.retry, current.retryBaseSeconds), input);
       },
-      { name: SEND_EMAIL_WORKFLOW },
+      { name: def.name },
     );
-    registeredDomain = DBOS.registerWorkflow(
-      async (input: DomainVerificationInput) => {
-        if (!current) throw new Error('embedded engine not started');
-        return domainVerificationWorkflow(
-          dbosContext<DomainVerificationActivities>(current.activities, domainVerificationActivityRetry, current.retryBaseSeconds),
-          input,
-        );
-      },
-      { name: DOMAIN_VERIFICATION_WORKFLOW },
-    );
+    registered.set(def.name, run);
   }
   const log = opts.log.child({ component: 'dbos' });
   DBOS.setConfig({
     name: 'svc-mail',
     systemDatabaseUrl: opts.databaseUrl,
     systemDatabasePoolSize: 20,
-    applicationVersion: opts.applicationVersion ?? 'svc-mail-1',
+    applicationVersion: opts.applicationVersion ?? APPLICATION_VERSION,
+    executorID: opts.executorId,
     logger: {
       info: (m) => log.debug(m as object),
       debug: (m) => log.trace(m as object),
@@ -113,47 +94,51 @@ export async function startDbosEngine(opts: DbosEngineOptions): Promise<Engine> 
   await DBOS.launch();
   // Queues decouple acceptance from execution: the API only records the start; workers dispatch
   // at a bounded concurrency, so a burst of sends never starves the API of CPU or connections.
-  await DBOS.registerQueue(DELIVERY_QUEUE, {
-    workerConcurrency: opts.workerConcurrency,
-    rateLimit: { limitPerPeriod: opts.sendRatePerSecond, periodSec: 1 },
-    minPollingIntervalMs: 100,
-    onConflict: 'always_update',
-  });
-  await DBOS.registerQueue(SIMULATION_QUEUE, {
-    workerConcurrency: opts.workerConcurrency,
-    minPollingIntervalMs: 100,
-    onConflict: 'always_update',
-  });
+  for (const [name, q] of Object.entries(QUEUES)) {
+    await DBOS.registerQueue(name, {
+      workerConcurrency: opts.workerConcurrency,
+      ...(q.rateLimited ? { rateLimit: { limitPerPeriod: opts.sendRatePerSecond, periodSec: 1 } } : {}),
+      minPollingIntervalMs: 100,
+      onConflict: 'always_update',
+    });
+  }
   // Enough started work to keep each queue busy for a while; the backlog past it waits in the outbox.
-  const highWater = {
-    live: Math.max(opts.workerConcurrency * 4, opts.sendRatePerSecond * 5),
-    test: opts.workerConcurrency * 32,
-  };
-  const waiting = async (queueName: string, limit: number) =>
-    (await DBOS.listQueuedWorkflows({ queueName, status: ['ENQUEUED', 'PENDING'], limit, loadInput: false, loadOutput: false })).length;
+  const highWater = (queue: QueueName) =>
+    QUEUES[queue].rateLimited ? Math.max(opts.workerConcurrency * 4, opts.sendRatePerSecond * 5) : opts.workerConcurrency * 32;
   let running = true;
-  log.info('embedded workflow engine (DBOS) launched');
+  log.info({ executorId: opts.executorId }, 'embedded workflow engine (DBOS) launched');
   return {
     name: 'embedded',
-    async startSendEmail(job: SendEmailJob) {
-      // A scheduled message waits as a delayed queue entry, not as a running workflow holding a slot.
-      const delayMs = job.notBeforeMs === null ? 0 : job.notBeforeMs - Date.now();
-      await DBOS.startWorkflow(registered!, {
-        workflowID: job.emailId,
-        queueName: job.mode === 'live' ? DELIVERY_QUEUE : SIMULATION_QUEUE,
+    async start(def, workflowId, input, startOpts = {}) {
+      const run = registered.get(def.name);
+      if (!run) throw new Error(`workflow ${def.name} is not listed in workflows/index.ts`);
+      const queueName = startOpts.queue ?? def.queue;
+      if (queueName === null) {
+        await DBOS.startWorkflow(run, { workflowID: workflowId })(input);
+        return;
+      }
+      // A scheduled run waits as a delayed queue entry, not as a running workflow holding a slot.
+      const delayMs = startOpts.notBeforeMs ? startOpts.notBeforeMs - Date.now() : 0;
+      await DBOS.startWorkflow(run, {
+        workflowID: workflowId,
+        queueName,
         ...(delayMs > 0 ? { enqueueOptions: { delaySeconds: Math.ceil(delayMs / 1000) } } : {}),
-      })({ emailId: job.emailId });
+      })(input);
     },
-    async sendEmailRoom() {
-      const [live, test] = await Promise.all([waiting(DELIVERY_QUEUE, highWater.live), waiting(SIMULATION_QUEUE, highWater.test)]);
-      return { live: highWater.live - live, test: highWater.test - test };
+    async room(queue) {
+      const limit = highWater(queue);
+      const waiting = await DBOS.listQueuedWorkflows({
+        queueName: queue,
+        status: ['ENQUEUED', 'PENDING'],
+        limit,
+        loadInput: false,
+        loadOutput: false,
+      });
+      return limit - waiting.length;
     },
-    async signalCancel(emailId) {
-      await DBOS.send(emailId, { at: Date.now() }, CANCEL_SIGNAL, `cancel:${emailId}`);
-    },
-    async startDomainVerification(workflowId, input) {
-      // Not on a queue: the loop mostly sleeps, and a queued workflow would hold its slot meanwhile.
-      await DBOS.startWorkflow(registeredDomain!, { workflowID: workflowId })(input);
+    async signal(workflowId, signal) {
+      // Keyed, so a repeated signal (a retried cancel) is delivered once.
+      await DBOS.send(workflowId, { at: Date.now() }, signal, `${signal}:${workflowId}`);
     },
     ready: () => running,
     async stop() {

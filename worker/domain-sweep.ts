@@ -1,8 +1,11 @@
+import type { Logger } from 'pino';
 import type { Orm } from '../db/orm';
 import { Domain } from '../db/entities';
+import { domainVerification, verificationWorkflowId, type DomainVerificationInput } from '../workflows/domain-verification';
 import type { Engine } from './engine';
-import type { Logger } from '../server/logger';
-import { verificationWorkflowId, type DomainVerificationInput } from '../workflows/domain-verification';
+import { Poller } from './poller';
+
+type VerificationTiming = Omit<DomainVerificationInput, 'domainId'>;
 
 /**
  * Starts a domain's verification loop, one per generation: a restart after the window ended gets a
@@ -13,13 +16,11 @@ export function startVerificationLoop(
   domain: Pick<Domain, 'id' | 'verificationGeneration'>,
   timing: VerificationTiming,
 ): Promise<void> {
-  return engine.startDomainVerification(verificationWorkflowId(domain.id, domain.verificationGeneration), {
+  return engine.start(domainVerification, verificationWorkflowId(domain.id, domain.verificationGeneration), {
     domainId: domain.id,
     ...timing,
   });
 }
-
-type VerificationTiming = Omit<DomainVerificationInput, 'domainId'>;
 
 /**
  * Starts the verification loop of every pending domain still within its window, at boot and then
@@ -28,32 +29,20 @@ type VerificationTiming = Omit<DomainVerificationInput, 'domainId'>;
  * made, from any process, and recovers a start that failed after POST /domains committed.
  */
 export class DomainVerificationSweep {
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<void>;
-  private stopped = false;
+  private readonly poller: Poller;
 
   constructor(
     private readonly orm: Orm,
     private readonly engine: Engine,
     private readonly timing: VerificationTiming,
     private readonly log: Logger,
-    private readonly intervalMs: number,
-  ) {}
+    intervalMs: number,
+  ) {
+    this.poller = new Poller({ name: 'domain-sweep', intervalMs, log, pass: async () => void (await this.runOnce()) });
+  }
 
   start(): void {
-    const tick = () => {
-      if (this.stopped) return;
-      this.running = this.runOnce()
-        .then(() => undefined)
-        .catch((err) => this.log.error({ err }, 'domain verification sweep failed; retrying on the next tick'))
-        .finally(() => {
-          this.running = undefined;
-          if (this.stopped) return;
-          this.timer = setTimeout(tick, this.intervalMs);
-          this.timer.unref();
-        });
-    };
-    tick();
+    this.poller.start();
   }
 
   /** One pass; returns the ids of the domains whose loop it (re)started or found running. */
@@ -77,9 +66,7 @@ export class DomainVerificationSweep {
     return started;
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    await this.running;
+  stop(): Promise<void> {
+    return this.poller.stop();
   }
 }

@@ -1,29 +1,28 @@
-import type { KeyMode } from '../db/entities';
-import type { DomainVerificationInput } from '../workflows/domain-verification';
+import type { QueueName, StartableDef } from '../workflows/definition';
 
-/** What starting a SendEmail needs to know: where it queues and when it may run. */
-export interface SendEmailJob {
-  emailId: string;
-  mode: KeyMode;
-  /** scheduled_at; the engine may hold the start until then (the body waits for it either way). */
-  notBeforeMs: number | null;
+export interface StartOptions {
+  /** The queue this run waits on, when not its definition's default (test-mode mail: `simulation`). */
+  queue?: QueueName;
+  /** Not before this time (scheduled mail); an engine may hold the start until then. The body waits for it either way. */
+  notBeforeMs?: number | null;
 }
 
-/** What the API and the CLI need from a workflow engine: DBOS (embedded) or Temporal. */
+/**
+ * The one port to a workflow engine, DBOS (embedded) or Temporal, for every workflow listed in
+ * workflows/index.ts: starting a run, signalling it, and how much a queue should still take.
+ */
 export interface Engine {
   readonly name: string;
-  /** Starts SendEmail with workflow id = email id; starting an existing one is a no-op. */
-  startSendEmail(job: SendEmailJob): Promise<void>;
+  /** Starts a run of `def` under `workflowId`; starting an id that ran or runs is a no-op. */
+  start<I>(def: StartableDef<I>, workflowId: string, input: I, opts?: StartOptions): Promise<void>;
+  /** Delivers a named signal to a run; a run that ended (or never started) is left alone. */
+  signal(workflowId: string, signal: string): Promise<void>;
   /**
-   * How many more SendEmail workflows each mode's queue should take now, or null when the engine
-   * holds any backlog well (Temporal). The outbox keeps the rest, so a burst of accepted mail does
-   * not become a burst of workflow starts that would only wait in the engine's queue.
+   * How many more runs `queue` should take now, or null when the engine holds any backlog well
+   * (Temporal). The outbox keeps the rest, so a burst of accepted mail does not become a burst of
+   * starts that would only wait in the engine's queue.
    */
-  sendEmailRoom(): Promise<Record<KeyMode, number> | null>;
-  /** Wakes a SendEmail waiting on its timer after the API canceled the message. */
-  signalCancel(emailId: string): Promise<void>;
-  /** Starts a DomainVerification loop; `workflowId` names one loop of one domain (a restart gets a new id). */
-  startDomainVerification(workflowId: string, input: DomainVerificationInput): Promise<void>;
+  room(queue: QueueName): Promise<number | null>;
   ready(): boolean;
   stop(): Promise<void>;
 }

@@ -1,33 +1,30 @@
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/common';
-import { SEND_EMAIL_WORKFLOW, CANCEL_SIGNAL, CLOSE_UNCONFIRMED_SIGNAL } from '../workflows/send-email';
-import type { TemporalSendEmailInput } from '../workflows/temporal';
-import { DOMAIN_VERIFICATION_WORKFLOW } from '../workflows/domain-verification';
-import type { Engine, SendEmailJob } from './engine';
-import type { Config, TemporalConfig } from '../server/config';
-import type { Logger } from '../server/logger';
+import type { NativeConnectionOptions } from '@temporalio/worker';
+import type { Logger } from 'pino';
+import { QUEUES } from '../workflows/definition';
+import type { TemporalBinding } from '../workflows/temporal/binding';
+import type { Engine } from './engine';
 
-export interface TemporalSettings extends TemporalConfig {
+/** Where the Temporal server is and which task queues the service uses. */
+export interface TemporalSettings {
+  /** TEMPORAL_ADDRESS, TEMPORAL_API_KEY, TEMPORAL_TLS* or a TEMPORAL_PROFILE, read by @temporalio/envconfig. */
+  connection: NativeConnectionOptions;
+  /** TEMPORAL_NAMESPACE (default `default`). */
+  namespace: string;
+  /** TEMPORAL_TASK_QUEUE: workflows and database activities (default `svc-mail`). */
+  taskQueue: string;
+  /** TEMPORAL_DELIVERY_TASK_QUEUE: `transport` activities of rate-limited queues (live deliveries). */
+  deliveryTaskQueue: string;
   /** First retry delay of transient delivery failures (RETRY_BASE_SECONDS). */
   retryBaseSeconds: number;
-}
-
-/** The Temporal settings of a configuration read with ENGINE=temporal. */
-export function temporalSettings(config: Config): TemporalSettings {
-  if (!config.temporal) throw new Error('ENGINE=temporal is required for this');
-  return { ...config.temporal, retryBaseSeconds: config.retryBaseSeconds };
-}
-
-/** Temporal only: a `sent` message's workflow waits for this signal during its confirmation window. */
-export interface TemporalEngine extends Engine {
-  signalCloseUnconfirmed(emailId: string): Promise<void>;
 }
 
 /**
  * The API's side of the Temporal engine: starts and signals workflows through @temporalio/client.
  * Workflows run in `svc worker` processes (worker/temporal-worker.ts).
  */
-export async function startTemporalEngine(settings: TemporalSettings, log: Logger): Promise<TemporalEngine> {
+export async function startTemporalEngine(settings: TemporalSettings, log: Logger): Promise<Engine> {
   const connection = await Connection.connect(settings.connection as ConnectionOptions).catch((err: Error) => {
     throw new Error(`cannot reach Temporal at ${settings.connection.address} (TEMPORAL_ADDRESS): ${err.message}`);
   });
@@ -38,53 +35,45 @@ export async function startTemporalEngine(settings: TemporalSettings, log: Logge
     'temporal engine connected',
   );
 
-  async function signal(emailId: string, name: string): Promise<void> {
-    try {
-      await client.workflow.getHandle(emailId).signal(name, { at: Date.now() });
-    } catch (err) {
-      // Already finished (or never started): the database decided; nothing is waiting to wake.
-      if (err instanceof WorkflowNotFoundError) return;
-      throw err;
-    }
-  }
-
-  /**
-   * Workflow id = email id (or domain loop id): a repeated start (dispatcher retry, replayed
-   * idempotency key, verification sweep) joins the running workflow, and a finished one is never
-   * run again.
-   */
-  async function start(workflowType: string, workflowId: string, input: unknown): Promise<void> {
-    try {
-      await client.workflow.start(workflowType, {
-        taskQueue: settings.taskQueue,
-        workflowId,
-        args: [input],
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      });
-    } catch (err) {
-      if (err instanceof WorkflowExecutionAlreadyStartedError) return;
-      throw err;
-    }
-  }
-
   return {
     name: 'temporal',
-    // Temporal task queues hold any backlog durably and cheaply; the outbox need not hold it back.
-    sendEmailRoom: async () => null,
-    async startSendEmail(job: SendEmailJob) {
-      const input: TemporalSendEmailInput = {
-        emailId: job.emailId,
+    /**
+     * Workflow type = the definition's name; workflow id = email id (or domain loop id): a
+     * repeated start (outbox retry, replayed idempotency key, verification sweep) joins the
+     * running workflow, and a finished one is never run again.
+     */
+    async start(def, workflowId, input, opts = {}) {
+      const queue = opts.queue ?? def.queue;
+      // Workflow code cannot read the environment: engine settings travel in the input.
+      const binding: TemporalBinding = {
         transportRetryBaseSeconds: settings.retryBaseSeconds,
-        // Test mail never leaves the machine, so it skips the rate-limited delivery queue.
-        ...(job.mode === 'live' ? { deliveryTaskQueue: settings.deliveryTaskQueue } : {}),
-        ...(settings.confirmationWindowMs > 0 ? { confirmationWindowMs: settings.confirmationWindowMs } : {}),
+        // Test mail never leaves the machine, so it skips the rate-limited delivery task queue.
+        ...(queue !== null && QUEUES[queue].rateLimited ? { deliveryTaskQueue: settings.deliveryTaskQueue } : {}),
       };
-      await start(SEND_EMAIL_WORKFLOW, job.emailId, input);
+      try {
+        await client.workflow.start(def.name, {
+          taskQueue: settings.taskQueue,
+          workflowId,
+          args: [{ ...(input as object), ...binding }],
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        });
+      } catch (err) {
+        if (err instanceof WorkflowExecutionAlreadyStartedError) return;
+        throw err;
+      }
     },
-    startDomainVerification: (workflowId, input) => start(DOMAIN_VERIFICATION_WORKFLOW, workflowId, input),
-    signalCancel: (emailId) => signal(emailId, CANCEL_SIGNAL),
-    signalCloseUnconfirmed: (emailId) => signal(emailId, CLOSE_UNCONFIRMED_SIGNAL),
+    async signal(workflowId, signal) {
+      try {
+        await client.workflow.getHandle(workflowId).signal(signal, { at: Date.now() });
+      } catch (err) {
+        // Already finished (or never started): the database decided; nothing is waiting to wake.
+        if (err instanceof WorkflowNotFoundError) return;
+        throw err;
+      }
+    },
+    // Temporal task queues hold any backlog durably and cheaply; the outbox need not hold it back.
+    room: async () => null,
     ready: () => running,
     async stop() {
       running = false;

@@ -1,5 +1,5 @@
 import { Runtime, type Logger as TemporalLogger, type LogLevel, type LogMetadata } from '@temporalio/worker';
-import type { Logger } from '../server/logger';
+import type { Logger } from 'pino';
 
 let installed = false;
 

@@ -1,7 +1,8 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Activities } from '../activities';
 import type { TemporalSettings } from './temporal-engine';
-import type { Logger } from '../server/logger';
+import type { Logger } from 'pino';
+import { WORKFLOWS } from '../workflows';
 
 export interface TemporalWorkerOptions {
   settings: TemporalSettings;
@@ -22,7 +23,7 @@ export interface RunningTemporalWorker {
 /**
  * A worker process for the Temporal engine: one Worker on the main task queue (the bundled
  * workflows and the database activities) and one on the delivery task queue that only runs
- * `deliver`, with the send rate enforced by the Temporal server for the whole task queue
+ * the `transport` activities (`deliver`), with the send rate enforced by the Temporal server for the whole task queue
  * (`maxTaskQueueActivitiesPerSecond`), so adding workers never raises it.
  */
 export async function runTemporalWorker(opts: TemporalWorkerOptions): Promise<RunningTemporalWorker> {
@@ -42,7 +43,7 @@ export async function runTemporalWorker(opts: TemporalWorkerOptions): Promise<Ru
     connection,
     namespace: settings.namespace,
     taskQueue: settings.deliveryTaskQueue,
-    activities: { deliver: activities.deliver },
+    activities: transportActivities(activities),
     maxTaskQueueActivitiesPerSecond: opts.sendRatePerSecond,
     maxConcurrentActivityTaskExecutions: opts.concurrency,
   });
@@ -67,4 +68,14 @@ export async function runTemporalWorker(opts: TemporalWorkerOptions): Promise<Ru
       await done.catch(() => undefined);
     },
   };
+}
+
+/** The activities of every workflow whose retry class is `transport`: what the delivery task queue runs. */
+export function transportActivities(activities: Activities): Partial<Activities> {
+  const names = WORKFLOWS.flatMap((def) =>
+    Object.entries(def.retry)
+      .filter(([, kind]) => kind === 'transport')
+      .map(([name]) => name),
+  );
+  return Object.fromEntries(names.map((n) => [n, activities[n as keyof Activities]]));
 }

@@ -1,5 +1,15 @@
 import type { WorkflowContext, RetryClass } from './context';
-import type { DomainVerificationActivities } from '../activities/domain-verification-types';
+import { defineWorkflow } from './definition';
+
+// The activity contract: activities/domain-verification.ts implements it.
+export interface CheckDomainResult {
+  status: 'pending' | 'verified' | 'deleted';
+}
+
+export interface DomainVerificationActivities {
+  /** Resolves the domain's records, stores what was observed, verifies when all required match. */
+  checkDomain(domainId: string): Promise<CheckDomainResult>;
+}
 
 export const DOMAIN_VERIFICATION_WORKFLOW = 'DomainVerification';
 
@@ -40,3 +50,12 @@ export async function domainVerificationWorkflow(
     delay = Math.min(delay * 2, input.maxDelayMs);
   }
 }
+
+export const domainVerification = defineWorkflow({
+  name: DOMAIN_VERIFICATION_WORKFLOW,
+  body: domainVerificationWorkflow,
+  retry: domainVerificationActivityRetry,
+  signals: [],
+  // Not queued: the loop mostly sleeps, and a queued run would hold its slot meanwhile.
+  queue: null,
+});

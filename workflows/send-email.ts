@@ -1,5 +1,5 @@
 import type { WorkflowContext, RetryClass } from './context';
-import type { SendEmailActivities } from '../activities/send-email-types';
+import { defineWorkflow } from './definition';
 
 export const SEND_EMAIL_WORKFLOW = 'SendEmail';
 /** Signal the API sends after it canceled a queued message, to end the timer early. */
@@ -23,6 +23,30 @@ export interface SendEmailInput {
 
 export interface SendEmailResult {
   status: string;
+}
+
+// The activity contract: activities/send-email.ts implements it; this body sees nothing else.
+export interface LoadForSendResult {
+  status: string;
+  scheduledAtMs: number | null;
+}
+
+export type ClaimResult = { outcome: 'claimed' } | { outcome: 'not_queued'; status: string } | { outcome: 'deferred'; untilMs: number };
+
+export interface DeliverResult {
+  status: string;
+}
+
+export interface SendEmailActivities {
+  loadForSend(emailId: string): Promise<LoadForSendResult>;
+  /** Conditional update queued → sending; the single point where cancel and pick-up race. */
+  claimForDelivery(emailId: string): Promise<ClaimResult>;
+  /** Hands the message to the relay (or simulates it in test mode) and records per-recipient events. */
+  deliver(emailId: string): Promise<DeliverResult>;
+  /** Marks what is left undelivered as failed after retries ran out. */
+  failDelivery(emailId: string, detail: string): Promise<DeliverResult>;
+  /** Conditional update sent → unconfirmed (operator action); any other status is left as it is. */
+  closeUnconfirmed(emailId: string): Promise<DeliverResult>;
 }
 
 /** How each activity of this workflow is retried. */
@@ -83,3 +107,12 @@ function describe(err: unknown): string {
   if (e && typeof e === 'object' && 'message' in e) return String((e as { message: unknown }).message).slice(0, 1000);
   return String(e).slice(0, 1000);
 }
+
+export const sendEmail = defineWorkflow({
+  name: SEND_EMAIL_WORKFLOW,
+  body: sendEmailWorkflow,
+  retry: sendEmailActivityRetry,
+  signals: SEND_EMAIL_SIGNALS,
+  // Live mail; test-mode messages are started on `simulation` instead.
+  queue: 'delivery',
+});

@@ -3,7 +3,8 @@ import * as yup from 'yup';
 import type { Orm } from '../../db/orm';
 import { AuditEntry } from '../../db/entities';
 import { validateQuery } from '../validate';
-import { auth, requirePermission } from '../middleware/auth';
+import { requirePermission } from '../middleware/auth';
+import { auth, type ApiState } from '../state';
 import { decodeCursor, encodeCursor } from '../cursor';
 
 const querySchema = yup.object({
@@ -12,17 +13,15 @@ const querySchema = yup.object({
 });
 
 /** The organization's audit log (ADMIN): newest first, keyset-paginated like GET /emails. */
-export function auditLogRoutes(deps: { orm: Orm }): Router {
-  const router = new Router();
+export function auditLogRoutes(deps: { orm: Orm }): Router<ApiState> {
+  const router = new Router<ApiState>();
   router.get('/audit-log', requirePermission('admin'), async (ctx) => {
     const a = auth(ctx);
     const q: yup.InferType<typeof querySchema> = validateQuery(querySchema, ctx.query);
     const after = q.cursor !== undefined ? decodeCursor(q.cursor) : null;
     const where = {
       organizationId: a.organization.id,
-      ...(after
-        ? { $or: [{ createdAt: { $lt: new Date(after.createdAt) } }, { createdAt: new Date(after.createdAt), id: { $lt: after.id } }] }
-        : {}),
+      ...(after ? { $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, id: { $lt: after.id } }] } : {}),
     };
     const rows = await deps.orm.em.fork().find(AuditEntry, where, { orderBy: { createdAt: 'desc', id: 'desc' }, limit: q.limit + 1 });
     const page = rows.slice(0, q.limit);
@@ -38,7 +37,7 @@ export function auditLogRoutes(deps: { orm: Orm }): Router {
         details: e.details,
         created_at: e.createdAt.toISOString(),
       })),
-      ...(rows.length > q.limit ? { next_cursor: encodeCursor({ createdAt: last.createdAt.toISOString(), id: last.id }) } : {}),
+      ...(rows.length > q.limit ? { next_cursor: encodeCursor(last) } : {}),
     };
   });
   return router;

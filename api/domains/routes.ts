@@ -1,21 +1,22 @@
 import Router from '@koa/router';
-import type Koa from 'koa';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { Logger } from 'pino';
 import type { Orm } from '../../db/orm';
 import { Domain } from '../../db/entities';
+import { isUuid } from '../../db/ids';
 import type { Engine } from '../../worker/engine';
 import { startVerificationLoop } from '../../worker/domain-sweep';
-import type { Logger } from '../../server/logger';
-import type { Secrets } from '../../server/secrets';
-import { isUuid } from '../../server/ids';
-import { newDomain } from '../../server/provisioning';
-import type { PlatformDns } from '../../server/domain-identity';
-import { checkDomain } from '../../activities/domain-verification';
-import type { DnsResolver } from '../../activities/dns';
-import type { Clock } from '../../activities/send-email';
+import type { Secrets } from '../../core/secrets';
+import { newDomain } from '../../core/provisioning';
+import type { PlatformDns } from '../../core/domains/identity';
+import { checkDomain } from '../../core/domains/verification';
+import type { DnsResolver } from '../../core/domains/dns';
+import type { Clock } from '../../core/clock';
+import type { AuthState } from '../../core/auth';
+import { ServiceError, notFound, validationError } from '../../core/errors';
 import type { DomainVerificationInput } from '../../workflows/domain-verification';
-import { ApiError, notFound, validationError } from '../errors';
-import { auth, requirePermission, type AuthState } from '../middleware/auth';
+import { requirePermission } from '../middleware/auth';
+import { auth, type ApiContext, type ApiState } from '../state';
 import { readValidBody } from '../validate';
 import { audit } from '../audit';
 import { createDomainSchema, normalizeDomainName, type CreateDomainBody } from './schema';
@@ -40,12 +41,12 @@ function visible(a: AuthState, d: Domain | null): d is Domain {
   return !!d && d.organizationId === a.organization.id && !d.deletedAt && (a.key.domainIds === null || a.key.domainIds.includes(d.id));
 }
 
-export function domainRoutes(deps: DomainRoutesDeps): Router {
-  const router = new Router();
+export function domainRoutes(deps: DomainRoutesDeps): Router<ApiState> {
+  const router = new Router<ApiState>();
   const admin = requirePermission('admin');
   const { orm } = deps;
 
-  async function find(ctx: Koa.Context): Promise<Domain> {
+  async function find(ctx: ApiContext): Promise<Domain> {
     const id = ctx.params.id;
     if (!isUuid(id)) throw notFound('domain');
     const domain = await orm.em.fork().findOne(Domain, { id });
@@ -64,7 +65,7 @@ export function domainRoutes(deps: DomainRoutesDeps): Router {
 
   router.post('/domains', admin, async (ctx) => {
     const a = auth(ctx);
-    if (a.key.domainIds !== null) throw new ApiError(403, 'forbidden_domain', 'a domain-restricted key cannot add a domain');
+    if (a.key.domainIds !== null) throw new ServiceError('forbidden_domain', 'a domain-restricted key cannot add a domain');
     const valid: CreateDomainBody = await readValidBody(ctx, createDomainSchema, deps.maxBodyBytes);
     const body = { ...valid, name: normalizeDomainName(valid.name) };
     if (body.dns_provider === 'cloudflare') {
@@ -89,7 +90,7 @@ export function domainRoutes(deps: DomainRoutesDeps): Router {
     } catch (err) {
       // The partial unique index on (organization, name) of undeleted domains decides.
       if (err instanceof UniqueConstraintViolationException)
-        throw new ApiError(409, 'domain_exists', `${body.name} is already a domain of this organization`);
+        throw new ServiceError('domain_exists', `${body.name} is already a domain of this organization`);
       throw err;
     }
     await startLoop(domain);
@@ -129,7 +130,7 @@ export function domainRoutes(deps: DomainRoutesDeps): Router {
 
   router.delete('/domains/:id', admin, async (ctx) => {
     const a = auth(ctx);
-    if (a.key.domainIds !== null) throw new ApiError(403, 'forbidden_domain', 'a domain-restricted key cannot delete a domain');
+    if (a.key.domainIds !== null) throw new ServiceError('forbidden_domain', 'a domain-restricted key cannot delete a domain');
     const domain = await find(ctx);
     const em = orm.em.fork();
     // Soft delete: its messages keep pointing at it; it can no longer send and its name is free again.

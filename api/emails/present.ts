@@ -1,4 +1,5 @@
 import type { Email, EmailEvent, Attachment } from '../../db/entities';
+import type { EmailSummaryRow } from '../../db/sql/list-emails';
 
 /** Entities carry Dates; raw list rows carry PostgreSQL's timestamp strings. */
 const iso = (d: Date | string | null) => (d ? new Date(d).toISOString() : null);
@@ -39,19 +40,7 @@ export function presentEmail(email: Email, events: EmailEvent[], attachments: At
   };
 }
 
-export interface SummaryRow {
-  id: string;
-  from_address: string;
-  to_addresses: string[];
-  subject: string;
-  status: string;
-  mode: string;
-  kind: string | null;
-  created_at: string;
-  sent_at: string | null;
-}
-
-export function presentSummary(r: SummaryRow) {
+export function presentSummary(r: EmailSummaryRow) {
   return {
     object: 'email',
     id: r.id,

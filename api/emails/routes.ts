@@ -1,20 +1,26 @@
-import type Koa from 'koa';
 import Router from '@koa/router';
+import type { Logger } from 'pino';
 import type { Orm } from '../../db/orm';
 import { Email, EmailEvent, Attachment } from '../../db/entities';
+import { isUuid } from '../../db/ids';
+import { listEmails } from '../../db/sql/list-emails';
+import { refundReservation } from '../../db/sql/refund-reservation';
+import type { AuthState } from '../../core/auth';
+import { ServiceError, notFound, validationError } from '../../core/errors';
+import { isPlainObject } from '../../core/validate';
+import { prepareEmail, type PreparedEmail } from '../../core/emails/prepare';
+import { acceptEmails, type AcceptDeps, type Credentials } from '../../core/emails/accept';
+import { GroupStore } from '../../core/emails/group-store';
+import { CANCEL_SIGNAL } from '../../workflows/send-email';
 import type { Engine } from '../../worker/engine';
-import type { Logger } from '../../server/logger';
-import { isUuid } from '../../server/ids';
-import { ApiError, notFound, validationError } from '../errors';
-import { auth, authenticate, type AuthState, type Credentials } from '../middleware/auth';
+import { BATCH_RESERVATION, authenticateRequest } from '../middleware/auth';
 import { readJsonBody } from '../middleware/json-body';
 import { validateQuery } from '../validate';
-import { prepareEmail, type PreparedEmail } from './prepare';
-import { acceptEmails, type AcceptDeps } from './accept';
-import { GroupStore } from './group-store';
+import { auth, type ApiContext, type ApiState } from '../state';
 import { listEmailsQuerySchema, type ListEmailsQuery } from './schema';
-import { presentEmail, presentSummary, type SummaryRow } from './present';
+import { presentEmail, presentSummary } from './present';
 import { decodeCursor, encodeCursor } from '../cursor';
+import { parseTimestamp } from '../../core/time';
 
 export interface EmailRoutesDeps {
   orm: Orm;
@@ -31,88 +37,87 @@ function scope(a: AuthState) {
   return { organizationId: a.organization.id, ...(a.key.domainIds !== null ? { domainId: { $in: a.key.domainIds } } : {}) };
 }
 
-export function emailRoutes(deps: EmailRoutesDeps): Router {
-  const router = new Router();
+const credentials = (ctx: ApiContext): Credentials => {
+  if (!ctx.state.credentials) throw new Error('send route reached without credentials');
+  return ctx.state.credentials;
+};
+
+export function emailRoutes(deps: EmailRoutesDeps): Router<ApiState> {
+  const router = new Router<ApiState>();
   const { orm } = deps;
   const accept: AcceptDeps = { orm, dispatch: deps.dispatch, store: new GroupStore(orm, deps.log) };
   // No permission check: every tier (SEND, FULL, ADMIN) may send, read and cancel mail.
 
-  /**
-   * The send routes leave authentication to the statement that stores the mail (one round trip).
-   * A request refused before that statement is authenticated and charged first, so a bad key
-   * still answers 401 (or 429) ahead of any complaint about the body.
-   */
-  async function beforeStore<T>(ctx: Koa.Context, cost: () => number, batch: boolean, work: () => Promise<T> | T): Promise<T> {
+  router.post('/emails', async (ctx) => {
+    let prepared: PreparedEmail;
     try {
-      return await work();
+      const body = await readJsonBody(ctx, deps.maxBodyBytes);
+      const headerKey = ctx.get('idempotency-key');
+      if (ctx.headers['idempotency-key'] !== undefined && (headerKey.length < 1 || headerKey.length > 256)) {
+        throw validationError('Idempotency-Key must be 1 to 256 characters', [
+          { field: 'Idempotency-Key', message: '1 to 256 characters' },
+        ]);
+      }
+      prepared = prepareEmail(body, { inBatch: false, headerIdempotencyKey: headerKey || undefined, now: new Date() });
     } catch (err) {
-      // A large body's key was checked before reading, without a charge: charge it now.
-      if (!ctx.state.charged) await authenticate(orm, ctx, (ctx.state.credentials as Credentials).tokenHash, cost(), batch);
+      // Authentication rides on the store statement (one round trip per send). A request refused
+      // before it is authenticated and charged first, so a bad key still answers 401 (or 429)
+      // ahead of any complaint about the body.
+      if (!ctx.state.charge) await authenticateRequest(orm, ctx, credentials(ctx).tokenHash, 1, false);
       throw err;
     }
-  }
-
-  router.post('/emails', async (ctx) => {
-    const prepared = await beforeStore(
-      ctx,
-      () => 1,
-      false,
-      async () => {
-        const body = await readJsonBody(ctx, deps.maxBodyBytes);
-        const headerKey = ctx.get('idempotency-key');
-        if (ctx.headers['idempotency-key'] !== undefined && (headerKey.length < 1 || headerKey.length > 256)) {
-          throw validationError('Idempotency-Key must be 1 to 256 characters', [
-            { field: 'Idempotency-Key', message: '1 to 256 characters' },
-          ]);
-        }
-        return prepareEmail(body, { inBatch: false, headerIdempotencyKey: headerKey || undefined, now: new Date() });
-      },
-    );
-    const [result] = await acceptEmails(accept, ctx.state.credentials as Credentials, [prepared], { cost: 1, batch: false });
-    if (result instanceof ApiError) throw result;
+    const [result] = await acceptEmails(accept, credentials(ctx), [prepared], { cost: 1, batch: false });
+    if (result instanceof ServiceError) throw result;
     if (result.replayed) ctx.set('Idempotent-Replayed', 'true');
     ctx.body = { id: result.id, ...(result.suppressed.length ? { suppressed: result.suppressed } : {}) };
   });
 
   router.post('/emails/batch', async (ctx) => {
-    // A batch costs one request per message (up to 100), and at least one.
+    // The middleware reserved BATCH_RESERVATION; the batch costs one per message (at least one),
+    // and the rest goes back to the key's window whatever the answer.
     let cost = 1;
-    const body = await beforeStore(
-      ctx,
-      () => cost,
-      true,
-      async () => {
-        const body = await readJsonBody(ctx, deps.maxBodyBytes);
-        if (!Array.isArray(body)) throw validationError('batch body must be a JSON array of emails');
-        cost = Math.max(1, Math.min(body.length, MAX_BATCH));
-        if (body.length < 1 || body.length > MAX_BATCH) throw validationError(`a batch holds 1 to ${MAX_BATCH} emails, got ${body.length}`);
-        return body as unknown[];
-      },
-    );
-    const now = new Date();
-    const outcome: ({ prepared: PreparedEmail } | { error: ApiError })[] = body.map((item) => {
-      try {
-        return { prepared: prepareEmail(item, { inBatch: true, now }) };
-      } catch (err) {
-        if (err instanceof ApiError) return { error: err };
-        throw err;
+    try {
+      const body = await readJsonBody(ctx, deps.maxBodyBytes);
+      if (!Array.isArray(body)) throw validationError('batch body must be a JSON array of emails');
+      cost = Math.max(1, Math.min(body.length, MAX_BATCH));
+      if (body.length < 1 || body.length > MAX_BATCH) throw validationError(`a batch holds 1 to ${MAX_BATCH} emails, got ${body.length}`);
+      // Spec: a batch with attachments is refused as a whole, and nothing of it is stored.
+      const withAttachments = body.findIndex((item) => isPlainObject(item) && Object.hasOwn(item, 'attachments'));
+      if (withAttachments >= 0) {
+        throw new ServiceError(
+          'attachments_not_in_batch',
+          'attachments are not accepted in batch requests; send such messages with POST /emails',
+          [{ field: `[${withAttachments}].attachments`, message: 'not accepted in a batch' }],
+        );
       }
-    });
-    const ok = outcome.filter((o): o is { prepared: PreparedEmail } => 'prepared' in o);
-    const accepted = await acceptEmails(
-      accept,
-      ctx.state.credentials as Credentials,
-      ok.map((o) => o.prepared),
-      { cost, batch: true },
-    );
-    let next = 0;
-    ctx.body = {
-      data: outcome.map((o) => {
-        const r = 'error' in o ? o.error : accepted[next++];
-        if (r instanceof ApiError) return { error: { code: r.code, message: r.message } };
-        return { id: r.id, ...(r.suppressed.length ? { suppressed: r.suppressed } : {}) };
-      }),
-    };
+      const now = new Date();
+      const outcome: ({ prepared: PreparedEmail } | { error: ServiceError })[] = body.map((item) => {
+        try {
+          return { prepared: prepareEmail(item, { inBatch: true, now }) };
+        } catch (err) {
+          if (err instanceof ServiceError) return { error: err };
+          throw err;
+        }
+      });
+      const ok = outcome.filter((o): o is { prepared: PreparedEmail } => 'prepared' in o);
+      const accepted = await acceptEmails(
+        accept,
+        credentials(ctx),
+        ok.map((o) => o.prepared),
+        { cost, batch: true, prepaid: true },
+      );
+      let next = 0;
+      ctx.body = {
+        data: outcome.map((o) => {
+          const r = 'error' in o ? o.error : accepted[next++];
+          if (r instanceof ServiceError) return { error: { code: r.code, message: r.message } };
+          return { id: r.id, ...(r.suppressed.length ? { suppressed: r.suppressed } : {}) };
+        }),
+      };
+    } finally {
+      const charge = ctx.state.charge;
+      if (charge) await refundReservation(orm, charge.keyId, charge.windowStart, BATCH_RESERVATION - cost);
+    }
   });
 
   router.get('/emails/:id', async (ctx) => {
@@ -132,59 +137,25 @@ export function emailRoutes(deps: EmailRoutesDeps): Router {
   router.get('/emails', async (ctx) => {
     const a = auth(ctx);
     const q: ListEmailsQuery = validateQuery(listEmailsQuerySchema, ctx.query);
-    const where: string[] = ['e.organization_id = ?'];
-    const params: unknown[] = [a.organization.id];
-    if (a.key.domainIds !== null) {
-      where.push('e.domain_id = any(?::uuid[])');
-      params.push(`{${a.key.domainIds.join(',')}}`);
-    }
-    if (q.status) {
-      where.push('e.status = ?');
-      params.push(q.status);
-    }
-    if (q.kind) {
-      where.push('e.kind = ?');
-      params.push(q.kind);
-    }
-    if (q.mode) {
-      where.push('e.mode = ?');
-      params.push(q.mode);
-    }
-    if (q.since) {
-      where.push('e.created_at >= ?');
-      params.push(new Date(q.since));
-    }
-    if (q.until) {
-      where.push('e.created_at < ?');
-      params.push(new Date(q.until));
-    }
-    if (q.to) {
-      where.push('exists (select 1 from recipients r where r.email_id = e.id and r.address = ?)');
-      params.push(q.to.trim().toLowerCase());
-    }
-    if (q.cursor) {
-      const c = decodeCursor(q.cursor);
-      where.push('(e.created_at, e.id) < (?, ?)');
-      params.push(new Date(c.createdAt), c.id);
-    }
     const limit = q.limit ?? 25;
-    const rows: SummaryRow[] = await orm.em
-      .fork()
-      .getConnection()
-      .execute(
-        `select e.id, e.from_address, e.to_addresses, e.subject, e.status, e.mode, e.kind, e.created_at, e.sent_at
-         from emails e where ${where.join(' and ')}
-        order by e.created_at desc, e.id desc limit ${limit + 1}`,
-        params,
-      );
+    const rows = await listEmails(orm, {
+      organizationId: a.organization.id,
+      domainIds: a.key.domainIds,
+      status: q.status,
+      kind: q.kind,
+      mode: q.mode,
+      since: q.since !== undefined ? parseTimestamp(q.since)! : undefined,
+      until: q.until !== undefined ? parseTimestamp(q.until)! : undefined,
+      to: q.to?.trim().toLowerCase(),
+      after: q.cursor !== undefined ? decodeCursor(q.cursor) : undefined,
+      limit,
+    });
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     ctx.body = {
       object: 'list',
       data: page.map(presentSummary),
-      ...(rows.length > limit && last
-        ? { next_cursor: encodeCursor({ createdAt: new Date(last.created_at).toISOString(), id: last.id }) }
-        : {}),
+      ...(rows.length > limit && last ? { next_cursor: encodeCursor({ createdAt: last.created_at, id: last.id }) } : {}),
     };
   });
 
@@ -198,10 +169,10 @@ export function emailRoutes(deps: EmailRoutesDeps): Router {
     if (won === 0) {
       const email = await em.findOne(Email, { id, ...scope(a) }, { fields: ['status'] });
       if (!email) throw notFound('email');
-      throw new ApiError(409, 'not_cancelable', `email is ${email.status}; only queued (including scheduled) email can be canceled`);
+      throw new ServiceError('not_cancelable', `email is ${email.status}; only queued (including scheduled) email can be canceled`);
     }
     await deps.engine
-      .signalCancel(id)
+      .signal(id, CANCEL_SIGNAL)
       .catch((err) =>
         deps.log.warn({ err, emailId: id }, 'cancel signal not delivered; the workflow sees the cancel when its timer fires'),
       );

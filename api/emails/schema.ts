@@ -1,140 +1,14 @@
 import * as yup from 'yup';
-import { parseAddress } from './address';
+import { parseTimestamp } from '../../core/time';
 
-export const MAX_RECIPIENTS = 50;
-export const MAX_BODY_PART_BYTES = 2_000_000;
-export const MAX_ATTACHMENTS = 10;
-export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;
-/** The spec leaves the horizon open; like Resend we accept schedules up to 30 days ahead. */
-export const MAX_SCHEDULE_AHEAD_MS = 30 * 24 * 3600 * 1000;
-
-export const RESERVED_HEADERS = new Set(
-  [
-    'Message-ID',
-    'Feedback-ID',
-    'Return-Path',
-    'DKIM-Signature',
-    'From',
-    'To',
-    'Cc',
-    'Bcc',
-    'Reply-To',
-    'Sender',
-    'Subject',
-    'Date',
-    'MIME-Version',
-    'Content-Type',
-    'Content-Transfer-Encoding',
-    'Content-ID',
-    'Content-Disposition',
-  ].map((h) => h.toLowerCase()),
-);
-/** Dropped silently: the service owns unsubscribe headers. */
-export const DROPPED_HEADERS = new Set(['list-unsubscribe', 'list-unsubscribe-post']);
-
-const ISO_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
-const NO_LINE_BREAKS = /^[^\r\n]*$/;
-// A flat character class: a grouped pattern backtracks through megabytes of content and overflows the stack.
-const BASE64_CHARS = /^[A-Za-z0-9+/]*={0,2}$/;
-const isBase64 = (s: string) => s.length % 4 === 0 && BASE64_CHARS.test(s);
-const MIME_TYPE =
-  /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(\s*;\s*[A-Za-z0-9!#$&^_.+-]+=("[^"\r\n]*"|[A-Za-z0-9!#$&^_.+-]+))*$/;
-
-const address = () =>
+const timestamp = (name: string) =>
   yup
     .string()
-    .strict()
-    .test('address', '${path} must be an email address or "Name <email>"', (v) => v === undefined || parseAddress(v) !== null);
-
-const addressList = (label: string) =>
-  yup.mixed<string | string[]>().test('address-list', `${label} must be an email address or an array of them`, (v) => {
-    if (v === undefined) return true;
-    const list = typeof v === 'string' ? [v] : v;
-    return Array.isArray(list) && list.every((s) => typeof s === 'string' && parseAddress(s) !== null);
-  });
-
-const bodyPart = (label: string) =>
-  yup
-    .string()
-    .strict()
     .test(
-      'size',
-      `${label} must be at most ${MAX_BODY_PART_BYTES} bytes`,
-      (v) => v === undefined || Buffer.byteLength(v, 'utf8') <= MAX_BODY_PART_BYTES,
+      'timestamp',
+      `${name} must be an ISO 8601 timestamp between 1970 and 9999, e.g. 2026-01-01T00:00:00Z`,
+      (v) => v === undefined || parseTimestamp(v) !== null,
     );
-
-export const tagSchema = yup
-  .object({
-    name: yup.string().strict().required().min(1).max(64).matches(NO_LINE_BREAKS, '${path} must not contain line breaks'),
-    value: yup.string().strict().required().max(256).matches(NO_LINE_BREAKS, '${path} must not contain line breaks'),
-  })
-  .noUnknown(true, '${path} has unknown field(s): ${unknown}')
-  .strict();
-
-export const attachmentSchema = yup
-  .object({
-    filename: yup.string().strict().required().min(1).max(255).matches(NO_LINE_BREAKS, '${path} must not contain line breaks'),
-    content: yup
-      .string()
-      .strict()
-      .required()
-      .test('base64', '${path} must be base64', (v) => v === undefined || isBase64(v.replace(/\s+/g, ''))),
-    content_type: yup.string().strict().max(255).matches(MIME_TYPE, '${path} must be a MIME type such as application/pdf'),
-  })
-  .noUnknown(true, '${path} has unknown field(s): ${unknown}')
-  .strict();
-
-export const sendEmailSchema = yup
-  .object({
-    from: address().required(),
-    to: addressList('to').required('to is required'),
-    cc: addressList('cc'),
-    bcc: addressList('bcc'),
-    reply_to: address(),
-    subject: yup.string().strict().required().min(1).max(998).matches(NO_LINE_BREAKS, 'subject must not contain line breaks'),
-    html: bodyPart('html'),
-    text: bodyPart('text'),
-    headers: yup
-      .mixed<Record<string, string>>()
-      .test(
-        'headers',
-        'headers must be an object of string values',
-        (v) => v === undefined || (isPlainObject(v) && Object.values(v).every((x) => typeof x === 'string')),
-      )
-      .test(
-        'header-names',
-        'header names may contain only A-Z, a-z, 0-9 and -',
-        (v) => !isPlainObject(v) || Object.keys(v).every((k) => /^[A-Za-z0-9-]{1,100}$/.test(k)),
-      )
-      .test(
-        'header-values',
-        'header values must be at most 1000 characters without line breaks',
-        (v) => !isPlainObject(v) || Object.values(v).every((x) => typeof x !== 'string' || (x.length <= 1000 && NO_LINE_BREAKS.test(x))),
-      ),
-    tags: yup.array().strict().of(tagSchema).max(20),
-    kind: yup
-      .string()
-      .strict()
-      .min(1)
-      .max(64)
-      .matches(/^[A-Za-z0-9_.:-]+$/, 'kind may contain only A-Z, a-z, 0-9, _ . : -'),
-    scheduled_at: yup
-      .string()
-      .strict()
-      .test(
-        'iso',
-        'scheduled_at must be an ISO 8601 timestamp with an offset, e.g. 2026-01-01T09:00:00Z',
-        (v) => v === undefined || (ISO_WITH_OFFSET.test(v) && !Number.isNaN(Date.parse(v))),
-      ),
-    idempotency_key: yup.string().strict().min(1).max(256),
-    attachments: yup.array().strict().of(attachmentSchema).max(MAX_ATTACHMENTS),
-    template: yup.mixed(),
-    track: yup.mixed(),
-  })
-  .noUnknown(true, 'unknown field(s): ${unknown}')
-  .strict();
-
-export type SendEmailBody = yup.InferType<typeof sendEmailSchema>;
 
 export const listEmailsQuerySchema = yup.object({
   limit: yup.number().integer('limit must be an integer').min(1).max(100).default(25),
@@ -145,12 +19,8 @@ export const listEmailsQuerySchema = yup.object({
   to: yup.string().max(254),
   kind: yup.string().max(64),
   mode: yup.string().oneOf(['live', 'test']),
-  since: yup.string().test('iso', 'since must be an ISO 8601 timestamp', (v) => v === undefined || !Number.isNaN(Date.parse(v))),
-  until: yup.string().test('iso', 'until must be an ISO 8601 timestamp', (v) => v === undefined || !Number.isNaN(Date.parse(v))),
+  since: timestamp('since'),
+  until: timestamp('until'),
 });
 
 export type ListEmailsQuery = yup.InferType<typeof listEmailsQuerySchema>;
-
-export function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}

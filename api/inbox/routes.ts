@@ -1,7 +1,11 @@
 import Router from '@koa/router';
 import { simpleParser } from 'mailparser';
+import type { Orm } from '../../db/orm';
 import type { DevInbox } from '../../smtp/dev-inbox';
-import { notFound } from '../errors';
+import { authenticate } from '../../core/auth';
+import { ServiceError, notFound } from '../../core/errors';
+import { hashToken, TOKEN_RE } from '../../core/tokens';
+import type { ApiMiddleware, ApiState } from '../state';
 
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
@@ -13,9 +17,35 @@ pre{background:#f6f6f6;padding:1rem;white-space:pre-wrap;word-break:break-all}if
 .meta td:first-child{color:#666;width:8rem}</style></head><body>${body}</body></html>`;
 }
 
-/** The development inbox's pages: only mounted when SMTP_URL is unset (no real mail involved). */
-export function inboxRoutes(inbox: DevInbox): Router {
-  const router = new Router({ prefix: '/inbox' });
+/**
+ * Who may read the inbox once the API listens beyond loopback: a live ADMIN key, as a Bearer token
+ * or as the password of HTTP Basic (so a browser can ask for it). Anything else is 401 with a
+ * Basic challenge, or 403 for a key of a lower tier.
+ */
+function adminOnly(orm: Orm): ApiMiddleware {
+  return async (ctx, next) => {
+    const header = ctx.get('authorization');
+    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
+    const basic = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header)?.[1];
+    const token = bearer ?? (basic ? Buffer.from(basic, 'base64').toString('utf8').split(':').slice(1).join(':') : undefined);
+    if (!token || !TOKEN_RE.test(token)) {
+      ctx.set('WWW-Authenticate', 'Basic realm="svc development inbox", charset="UTF-8"');
+      throw new ServiceError('missing_api_key', 'the development inbox needs an ADMIN key (as the Basic password, or a Bearer token)');
+    }
+    const { auth } = await authenticate(orm, hashToken(token), 1, false);
+    if (auth.key.permission !== 'admin' || auth.key.mode !== 'live')
+      throw new ServiceError('forbidden', 'the development inbox needs a live ADMIN key');
+    await next();
+  };
+}
+
+/**
+ * The development inbox's pages: only mounted when SMTP_URL is unset (no real mail involved).
+ * Open on loopback; with `orm` (the API listens beyond loopback) only to a live ADMIN key.
+ */
+export function inboxRoutes(inbox: DevInbox, opts: { adminOnly?: Orm } = {}): Router<ApiState> {
+  const router = new Router<ApiState>({ prefix: '/inbox' });
+  if (opts.adminOnly) router.use(adminOnly(opts.adminOnly));
 
   router.get('/', (ctx) => {
     const rows = inbox

@@ -1,22 +1,23 @@
 import Router from '@koa/router';
-import type Koa from 'koa';
+import { LockMode } from '@mikro-orm/core';
 import type { Orm } from '../../db/orm';
-import { ApiKey } from '../../db/entities';
-import { isUuid } from '../../server/ids';
-import { issueToken, newApiKey, foreignDomainIds } from '../../server/provisioning';
-import { ApiError, notFound, validationError } from '../errors';
-import { auth, requirePermission, type AuthState } from '../middleware/auth';
+import { ApiKey, ApiKeyToken } from '../../db/entities';
+import { isUuid } from '../../db/ids';
+import { newApiKey, newToken, foreignDomainIds } from '../../core/provisioning';
+import type { AuthState } from '../../core/auth';
+import { ServiceError, notFound, validationError } from '../../core/errors';
+import { requirePermission } from '../middleware/auth';
+import { auth, type ApiContext, type ApiState } from '../state';
 import { readValidBody } from '../validate';
 import { audit } from '../audit';
 import { createKeySchema, type CreateKeyBody } from './schema';
 import { presentKey } from './present';
 
-/** How long a rotated-out token keeps working (spec: 24 hours). */
+/** How long a rotated-out token keeps working (spec: 24 hours), each token its own 24 hours. */
 export const ROTATION_GRACE_MS = 24 * 3600 * 1000;
 
 const notMintable = (what: string) =>
-  new ApiError(
-    403,
+  new ServiceError(
     'admin_key_not_mintable',
     `${what} ADMIN keys through the API is not allowed; ADMIN keys are created and rotated in the console`,
   );
@@ -27,11 +28,11 @@ function manages(a: AuthState, k: ApiKey): boolean {
   return k.domainIds !== null && k.domainIds.every((d) => a.key.domainIds!.includes(d));
 }
 
-export function keyRoutes(deps: { orm: Orm; maxBodyBytes: number }): Router {
-  const router = new Router();
+export function keyRoutes(deps: { orm: Orm; maxBodyBytes: number }): Router<ApiState> {
+  const router = new Router<ApiState>();
   const admin = requirePermission('admin');
 
-  async function findManaged(ctx: Koa.Context): Promise<ApiKey> {
+  async function findManaged(ctx: ApiContext): Promise<ApiKey> {
     const a = auth(ctx);
     const id = ctx.params.id;
     if (!isUuid(id)) throw notFound('key');
@@ -41,26 +42,46 @@ export function keyRoutes(deps: { orm: Orm; maxBodyBytes: number }): Router {
     return key;
   }
 
+  /** The tokens each key may still be called with (its current one, and those within their grace). */
+  async function tokensOf(keys: ApiKey[]): Promise<Map<string, ApiKeyToken[]>> {
+    const rows = keys.length
+      ? await deps.orm.em
+          .fork()
+          .find(
+            ApiKeyToken,
+            { apiKeyId: { $in: keys.map((k) => k.id) }, $or: [{ expiresAt: null }, { expiresAt: { $gt: new Date() } }] },
+            { orderBy: { createdAt: 'desc' } },
+          )
+      : [];
+    const by = new Map<string, ApiKeyToken[]>(keys.map((k) => [k.id, []]));
+    for (const t of rows) by.get(t.apiKeyId)!.push(t);
+    return by;
+  }
+
+  const present = async (key: ApiKey) => presentKey(key, (await tokensOf([key])).get(key.id)!);
+
   router.post('/keys', admin, async (ctx) => {
     const a = auth(ctx);
     const body: CreateKeyBody = await readValidBody(ctx, createKeySchema, deps.maxBodyBytes);
     if (body.permission === 'admin') throw notMintable('Minting');
     const domainIds = body.domain_ids ?? null;
     if (a.key.domainIds !== null) {
-      if (domainIds === null)
-        throw new ApiError(403, 'forbidden_domain', 'a domain-restricted key cannot mint an unrestricted key; pass domain_ids');
+      if (domainIds === null) {
+        throw new ServiceError('forbidden_domain', 'a domain-restricted key cannot mint an unrestricted key; pass domain_ids');
+      }
       const foreign = domainIds.filter((d) => !a.key.domainIds!.includes(d));
       if (foreign.length)
-        throw new ApiError(403, 'forbidden_domain', `this key cannot grant domains it does not hold: ${foreign.join(', ')}`);
+        throw new ServiceError('forbidden_domain', `this key cannot grant domains it does not hold: ${foreign.join(', ')}`);
     }
     const em = deps.orm.em.fork();
     const missing = domainIds ? await foreignDomainIds(em, a.organization.id, domainIds) : [];
-    if (missing.length)
+    if (missing.length) {
       throw validationError(
         `unknown domain(s): ${missing.join(', ')}`,
         missing.map((d) => ({ field: 'domain_ids', message: `no domain ${d} in this organization` })),
       );
-    const { key, token } = newApiKey(a.organization.id, {
+    }
+    const { key, tokenRow, token } = newApiKey(a.organization.id, {
       name: body.name,
       permission: body.permission,
       mode: body.mode,
@@ -68,6 +89,7 @@ export function keyRoutes(deps: { orm: Orm; maxBodyBytes: number }): Router {
       rateLimit: body.rate_limit,
     });
     em.persist(key);
+    em.persist(tokenRow);
     audit(
       em,
       a,
@@ -78,43 +100,48 @@ export function keyRoutes(deps: { orm: Orm; maxBodyBytes: number }): Router {
     await em.flush();
     ctx.status = 201;
     // The token appears in this response only; it is stored as a SHA-256.
-    ctx.body = { ...presentKey(key), token };
+    ctx.body = { ...presentKey(key, [tokenRow]), token };
   });
 
   router.get('/keys', admin, async (ctx) => {
     const a = auth(ctx);
-    const keys = await deps.orm.em
-      .fork()
-      .find(ApiKey, { organizationId: a.organization.id }, { orderBy: { createdAt: 'desc', id: 'desc' } });
-    ctx.body = { object: 'list', data: keys.filter((k) => manages(a, k)).map(presentKey) };
+    const keys = (
+      await deps.orm.em.fork().find(ApiKey, { organizationId: a.organization.id }, { orderBy: { createdAt: 'desc', id: 'desc' } })
+    ).filter((k) => manages(a, k));
+    const tokens = await tokensOf(keys);
+    ctx.body = { object: 'list', data: keys.map((k) => presentKey(k, tokens.get(k.id)!)) };
   });
 
   router.get('/keys/:id', admin, async (ctx) => {
-    ctx.body = presentKey(await findManaged(ctx));
+    ctx.body = await present(await findManaged(ctx));
   });
 
   router.post('/keys/:id/rotate', admin, async (ctx) => {
     const a = auth(ctx);
     const key = await findManaged(ctx);
     if (key.permission === 'admin') throw notMintable('Rotating');
-    if (key.revokedAt) throw new ApiError(409, 'key_revoked', 'a revoked key cannot be rotated; create a new key');
-    const { token, tokenHash, tokenPrefix } = issueToken(key.mode);
+    if (key.revokedAt) throw new ServiceError('key_revoked', 'a revoked key cannot be rotated; create a new key');
+    const current = (await tokensOf([key])).get(key.id)!.find((t) => t.expiresAt === null);
     const now = new Date();
     const expires = new Date(now.getTime() + ROTATION_GRACE_MS);
-    const em = deps.orm.em.fork();
-    // Conditional on the token we read: of two concurrent rotations one wins, and the token the
-    // caller replaced keeps its full 24 hours.
-    const changed = await em.nativeUpdate(
-      ApiKey,
-      { id: key.id, tokenHash: key.tokenHash, revokedAt: null },
-      { tokenHash, tokenPrefix, previousTokenHash: key.tokenHash, previousTokenExpiresAt: expires, rotatedAt: now },
-    );
-    if (changed !== 1)
-      throw new ApiError(409, 'rotation_conflict', 'the key changed while rotating (rotated or revoked meanwhile); read it again');
-    audit(em, a, 'key.rotated', { type: 'key', id: key.id }, { previous_token_expires_at: expires.toISOString() });
-    await em.flush();
-    Object.assign(key, { tokenPrefix, previousTokenExpiresAt: expires, rotatedAt: now });
-    ctx.body = { ...presentKey(key), token };
+    const { token, tokenRow } = newToken(key, now);
+    await deps.orm.em.fork().transactional(async (em) => {
+      // The key row, locked: a revocation waits for this rotation or wins before it.
+      if (!(await em.findOne(ApiKey, { id: key.id, revokedAt: null }, { fields: ['id'], lockMode: LockMode.PESSIMISTIC_WRITE }))) {
+        throw new ServiceError('key_revoked', 'a revoked key cannot be rotated; create a new key');
+      }
+      // Conditional on the token the caller replaced: of two concurrent rotations the second finds
+      // it superseded already and is refused. Tokens rotated out before keep their own 24 hours.
+      const superseded = current
+        ? await em.nativeUpdate(ApiKeyToken, { tokenHash: current.tokenHash, expiresAt: null }, { expiresAt: expires })
+        : 0;
+      if (superseded !== 1) {
+        throw new ServiceError('rotation_conflict', 'the key was rotated at the same moment; read it again');
+      }
+      em.persist(tokenRow);
+      audit(em, a, 'key.rotated', { type: 'key', id: key.id }, { previous_token_expires_at: expires.toISOString() });
+    });
+    ctx.body = { ...(await present(key)), token };
   });
 
   router.delete('/keys/:id', admin, async (ctx) => {
@@ -123,13 +150,13 @@ export function keyRoutes(deps: { orm: Orm; maxBodyBytes: number }): Router {
     const em = deps.orm.em.fork();
     if (!key.revokedAt) {
       key.revokedAt = new Date();
-      // Immediate: the auth statement skips revoked keys, for the current and the previous token.
+      // Immediate: authentication skips revoked keys, whichever of their tokens is presented.
       if ((await em.nativeUpdate(ApiKey, { id: key.id, revokedAt: null }, { revokedAt: key.revokedAt })) === 1) {
         audit(em, a, 'key.revoked', { type: 'key', id: key.id }, { name: key.name });
         await em.flush();
       }
     }
-    ctx.body = { ...presentKey(key), revoked: true };
+    ctx.body = { ...(await present(key)), revoked: true };
   });
 
   return router;

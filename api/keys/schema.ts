@@ -1,5 +1,5 @@
 import * as yup from 'yup';
-import { isUuid } from '../../server/ids';
+import { isUuid } from '../../db/ids';
 
 export const createKeySchema = yup
   .object({

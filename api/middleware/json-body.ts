@@ -1,14 +1,16 @@
 import type Koa from 'koa';
-import { ApiError, validationError } from '../errors';
+import { ServiceError, validationError } from '../../core/errors';
+
+/** Deepest nesting a body may have. Real bodies stay under 5; validators and walkers recurse, so deeper input is refused outright. */
+export const MAX_JSON_DEPTH = 64;
 
 /**
- * Reads a JSON body with a byte limit. Wrong content type, malformed JSON and oversized bodies
- * each get their own status and code, and nothing past the limit is buffered.
+ * Reads a JSON body with a byte limit. Wrong content type, malformed or too deeply nested JSON and
+ * oversized bodies each get their own status and code, and nothing past the limit is buffered.
  */
 export function readJsonBody(ctx: Koa.Context, limitBytes: number): Promise<unknown> {
-  const type = ctx.request.type;
-  if (type !== 'application/json') {
-    throw new ApiError(415, 'unsupported_media_type', 'Content-Type must be application/json');
+  if (!isJsonMediaType(ctx.get('content-type'))) {
+    throw new ServiceError('unsupported_media_type', 'Content-Type must be application/json (UTF-8)');
   }
   const declared = Number(ctx.get('content-length') || NaN);
   if (declared > limitBytes) throw tooLarge(limitBytes);
@@ -30,28 +32,60 @@ export function readJsonBody(ctx: Koa.Context, limitBytes: number): Promise<unkn
     });
     req.on('end', () => {
       if (failed) return;
-      const raw = Buffer.concat(chunks).toString('utf8');
-      if (raw.trim() === '') return reject(new ApiError(400, 'invalid_json', 'request body is empty; a JSON body is required'));
-      let parsed: unknown;
       try {
-        parsed = JSON.parse(raw);
-      } catch (e) {
-        return reject(new ApiError(400, 'invalid_json', `request body is not valid JSON: ${(e as Error).message}`));
-      }
-      try {
-        resolve(storableStrings(parsed, raw));
+        resolve(parseJson(Buffer.concat(chunks).toString('utf8')));
       } catch (e) {
         reject(e);
       }
     });
-    req.on('error', (e) => {
-      if (!failed) reject(new ApiError(400, 'invalid_body', `request body could not be read: ${e.message}`));
+    req.on('error', () => {
+      if (!failed) reject(new ServiceError('invalid_body', 'request body could not be read'));
     });
   });
 }
 
-function tooLarge(limit: number): ApiError {
-  return new ApiError(413, 'payload_too_large', `request body exceeds ${limit} bytes`);
+/** Media types are case-insensitive; a charset, when given, must be UTF-8 (JSON's only encoding, RFC 8259). */
+export function isJsonMediaType(header: string): boolean {
+  const [type, ...params] = header.split(';');
+  if (type.trim().toLowerCase() !== 'application/json') return false;
+  return params.every((p) => {
+    const eq = p.indexOf('=');
+    const name = (eq < 0 ? p : p.slice(0, eq)).trim().toLowerCase();
+    return name !== 'charset' || /^"?utf-?8"?$/i.test(p.slice(eq + 1).trim());
+  });
+}
+
+/** A body's JSON, refused (400 invalid_json) when empty, malformed or nested deeper than MAX_JSON_DEPTH. */
+export function parseJson(raw: string): unknown {
+  if (raw.trim() === '') throw new ServiceError('invalid_json', 'request body is empty; a JSON body is required');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch (e) {
+    throw new ServiceError('invalid_json', `request body is not valid JSON: ${(e as Error).message}`);
+  }
+  if (depthExceeds(parsed, MAX_JSON_DEPTH)) {
+    throw new ServiceError('invalid_json', `request body nests deeper than ${MAX_JSON_DEPTH} levels`);
+  }
+  return storableStrings(parsed, raw);
+}
+
+function tooLarge(limit: number): ServiceError {
+  return new ServiceError('payload_too_large', `request body exceeds ${limit} bytes`);
+}
+
+/** Whether any array or object lies deeper than `max`; an explicit stack, so no input can overflow ours. */
+function depthExceeds(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (depth > max) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+    }
+  }
+  return false;
 }
 
 const toWellFormed = (s: string): string => (s as unknown as { toWellFormed(): string }).toWellFormed();
@@ -62,6 +96,7 @@ const toWellFormed = (s: string): string => (s as unknown as { toWellFormed(): s
  * - NUL (`\u0000`): text and jsonb cannot hold it, so it is a validation error naming the field;
  * - a lone surrogate (`\ud800`): not encodable in UTF-8, so it becomes U+FFFD, as any UTF-8
  *   encoder does (the message is stored; PostgreSQL's JSON parser would otherwise refuse it).
+ * Bodies reaching here nest at most MAX_JSON_DEPTH deep, so the recursion is bounded.
  */
 function storableStrings(value: unknown, raw: string): unknown {
   const nul = raw.includes('\\u0000');
@@ -69,8 +104,9 @@ function storableStrings(value: unknown, raw: string): unknown {
   if (!nul && !surrogate) return value;
   const walk = (v: unknown, path: string): unknown => {
     if (typeof v === 'string') {
-      if (nul && v.includes('\u0000'))
+      if (nul && v.includes('\u0000')) {
         throw validationError(`${path || 'body'} must not contain NUL characters`, [{ field: path, message: 'contains a NUL character' }]);
+      }
       return surrogate ? toWellFormed(v) : v;
     }
     if (Array.isArray(v)) return v.map((x, i) => walk(x, `${path}[${i}]`));

@@ -1,6 +1,6 @@
 import { OrganizationSchema } from './organization';
 import { DomainSchema } from './domain';
-import { ApiKeySchema } from './api-key';
+import { ApiKeySchema, ApiKeyTokenSchema } from './api-key';
 import { EmailSchema } from './email';
 import { RecipientSchema } from './recipient';
 import { EmailEventSchema } from './email-event';
@@ -22,6 +22,7 @@ export const entities = [
   OrganizationSchema,
   DomainSchema,
   ApiKeySchema,
+  ApiKeyTokenSchema,
   EmailSchema,
   RecipientSchema,
   EmailEventSchema,

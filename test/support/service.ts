@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { readConfig, type Config } from '../../server/config';
 import { startService, type Service } from '../../server/service';
-import { createDomain, createKey, createOrganization } from '../../server/provisioning';
+import { createDomain, createKey, createOrganization } from '../../core/provisioning';
 import type { Stream } from '../../db/entities';
 import { newDatabase, tempDir } from './pg';
 import { SmtpSink } from './sink';

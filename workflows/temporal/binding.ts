@@ -1,5 +1,6 @@
 import { proxyActivities, sleep, condition, defineSignal, setHandler, type ActivityOptions } from '@temporalio/workflow';
 import { retryPolicy, NON_RETRYABLE_ERROR_TYPES, type RetryClass, type WorkflowContext } from '../context';
+import type { WorkflowDef } from '../definition';
 
 /**
  * Engine settings a Temporal run carries in its input, because workflow code cannot read the
@@ -72,5 +73,19 @@ export function temporalContext<A extends object>(
       return arrived;
     },
     activities: activities as A,
+  };
+}
+
+/**
+ * A workflow definition as a Temporal workflow function: the engine settings come in its input
+ * (TemporalBinding) and the body gets the rest. Export it from temporal/index.ts under the
+ * definition's name, which is the workflow type.
+ */
+export function temporalWorkflow<I extends object, R, A extends object>(
+  def: WorkflowDef<I, R, A>,
+): (input: I & TemporalBinding) => Promise<R> {
+  return async (input) => {
+    const { transportRetryBaseSeconds, deliveryTaskQueue, ...rest } = input;
+    return def.body(temporalContext<A>(def.retry, def.signals, { transportRetryBaseSeconds, deliveryTaskQueue }), rest as unknown as I);
   };
 }

@@ -1,0 +1,36 @@
+import type { Logger } from 'pino';
+import type { Orm } from '../../db/orm';
+import { Domain } from '../../db/entities';
+import type { CheckDomainResult } from '../../workflows/domain-verification';
+import type { Clock } from '../clock';
+import { evaluate } from './identity';
+import { lookup, type DnsResolver } from './dns';
+
+export interface DomainVerificationDeps {
+  orm: Orm;
+  dns: DnsResolver;
+  clock: Clock;
+  log: Logger;
+}
+
+/**
+ * Resolves every record of a domain, stores what was observed, and moves the domain to
+ * `verified` when every required record matches. Shared by the workflow's activity and the API's
+ * "verify now". A verified domain stays verified: a failed re-check only updates what was observed.
+ */
+export async function checkDomain(deps: DomainVerificationDeps, domainId: string): Promise<CheckDomainResult> {
+  const em = deps.orm.em.fork();
+  const domain = await em.findOne(Domain, { id: domainId });
+  if (!domain || domain.deletedAt) return { status: 'deleted' };
+  const records = await Promise.all(domain.records.map(async (r) => evaluate(r, await lookup(deps.dns, r))));
+  const matched = records.length > 0 && records.every((r) => !r.required || r.status === 'verified');
+  const now = deps.clock.now();
+  const status = domain.status === 'verified' || matched ? 'verified' : 'pending';
+  await em.nativeUpdate(
+    Domain,
+    { id: domainId },
+    { records, lastCheckedAt: now, status, ...(status === 'verified' && !domain.verifiedAt ? { verifiedAt: now } : {}) },
+  );
+  deps.log.info({ domainId, status, records: records.map((r) => `${r.purpose}:${r.status}`) }, 'domain checked');
+  return { status };
+}

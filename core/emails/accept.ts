@@ -1,0 +1,152 @@
+import type { Orm } from '../../db/orm';
+import { uuidv7 } from '../../db/ids';
+import { findIdempotencyReplays } from '../../db/sql/idempotency-replays';
+import { ServiceError } from '../errors';
+import { invalidKey, rateLimited } from '../auth';
+import type { PreparedEmail } from './prepare';
+import type { GroupStore, StoreRequest } from './group-store';
+
+/** A send request whose authentication rides on the statement that stores it: only its token's hash. */
+export interface Credentials {
+  tokenHash: string;
+}
+
+export interface Accepted {
+  id: string;
+  suppressed: string[];
+  replayed: boolean;
+}
+
+export interface AcceptDeps {
+  orm: Orm;
+  /** Stores send requests in groups, one statement each (see GroupStore). */
+  store: GroupStore;
+  /** Wakes the outbox dispatcher, which starts the workflows of stored messages. */
+  dispatch: () => void;
+}
+
+export interface AcceptOptions {
+  /** What the request costs against the key's rate limit. */
+  cost: number;
+  batch: boolean;
+  /** The request already paid its cost (a batch's reservation): the store statement charges nothing. */
+  prepaid?: boolean;
+}
+
+/**
+ * Authenticates the request and stores its prepared messages (the outbox) in one statement shared
+ * with concurrent requests (see GroupStore), then wakes the dispatcher that starts their
+ * workflows. Throws 401 or 429 when the key is unknown or over its rate; answers each item with
+ * its stored id, a replay of an earlier message with the same idempotency key, or its own error
+ * (the sender domain).
+ *
+ * Idempotency keys are unique per organization in the database, so concurrent duplicates resolve
+ * to one message. A replay of a message stored but never queued queues it.
+ */
+export async function acceptEmails(
+  deps: AcceptDeps,
+  credentials: Credentials,
+  items: PreparedEmail[],
+  opts: AcceptOptions,
+): Promise<(Accepted | ServiceError)[]> {
+  const results: (Accepted | ServiceError)[] = new Array(items.length);
+  const now = new Date();
+  const emails: StoreRequest['emails'] = [];
+  const recipients: StoreRequest['recipients'] = [];
+  const attachments: StoreRequest['attachments'] = [];
+  /** Index of the item that claimed each idempotency key in this request. */
+  const claimed = new Map<string, number>();
+  const byId = new Map<string, number>();
+
+  items.forEach((item, index) => {
+    const key = item.idempotencyKey;
+    if (key !== null) {
+      if (claimed.has(key)) return; // the same key twice in one batch: a replay of the earlier item
+      claimed.set(key, index);
+    }
+    const id = uuidv7(now.getTime());
+    byId.set(id, index);
+    emails.push({
+      id,
+      at: now.toISOString(),
+      from_domain: item.fromDomain,
+      bulk: item.bulk,
+      from_address: item.from,
+      to_addresses: item.to,
+      cc_addresses: item.cc,
+      bcc_addresses: item.bcc,
+      reply_to: item.replyTo,
+      subject: item.subject,
+      html: item.html,
+      text: item.text,
+      headers: item.headers,
+      tags: item.tags,
+      kind: item.kind,
+      scheduled_at: item.scheduledAt?.toISOString() ?? null,
+      idempotency_key: key,
+    });
+    for (const r of item.recipients) recipients.push({ id: uuidv7(), email_id: id, address: r.address, field: r.field });
+    item.attachments.forEach((a, position) => {
+      attachments.push({
+        id: uuidv7(),
+        email_id: id,
+        position,
+        filename: a.filename,
+        content_type: a.contentType,
+        size: a.content.length,
+        content: a.content.toString('base64'),
+      });
+    });
+  });
+
+  const row = await deps.store.store({
+    tokenHash: credentials.tokenHash,
+    cost: opts.prepaid ? 0 : opts.cost,
+    batch: opts.batch,
+    prepaid: opts.prepaid ?? false,
+    emails,
+    recipients,
+    attachments,
+  });
+  if (!row.known || row.organizationId === null) throw invalidKey();
+  if (!row.admitted) throw rateLimited(row.rateLimit, opts.batch);
+
+  let wake = false;
+  for (const s of row.stored) {
+    const index = byId.get(s.id)!;
+    const dropped = new Set(s.suppressed);
+    results[index] = {
+      id: s.id,
+      suppressed: items[index].recipients.filter((r) => dropped.has(r.address)).map((r) => r.given),
+      replayed: false,
+    };
+    if (s.status === 'queued') wake = true;
+  }
+  for (const f of row.refused) {
+    const item = items[byId.get(f.id)!];
+    results[byId.get(f.id)!] =
+      f.code === 'domain_not_verified'
+        ? new ServiceError('domain_not_verified', `${item.fromDomain} is not a verified domain of this organization allowed for this key`)
+        : new ServiceError('stream_mismatch', `kind ${item.kind} is bulk mail; ${item.fromDomain} is a transactional-stream domain`);
+  }
+
+  // Items the insert skipped hold a key that another message (earlier, or concurrent) already took.
+  const taken = [...claimed].filter(([, index]) => results[index] === undefined).map(([key]) => key);
+  if (taken.length > 0) {
+    const prior = await findIdempotencyReplays(deps.orm, row.organizationId, taken);
+    for (const p of prior) {
+      results[claimed.get(p.idempotency_key)!] = { id: p.id, suppressed: [], replayed: true };
+      if (p.enqueued_at === null) wake = true;
+    }
+  }
+
+  items.forEach((item, index) => {
+    if (results[index] === undefined) {
+      const first = item.idempotencyKey !== null ? results[claimed.get(item.idempotencyKey)!] : undefined;
+      if (!first) throw new Error(`message ${index} of the request was neither stored nor found by its idempotency key`);
+      results[index] = first instanceof ServiceError ? first : { id: first.id, suppressed: [], replayed: true };
+    }
+  });
+  if (wake) deps.dispatch();
+  return results;
+}

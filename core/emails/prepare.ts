@@ -1,0 +1,171 @@
+import type { Tag } from '../../db/entities';
+import { ServiceError, validationError } from '../errors';
+import { isPlainObject, validate } from '../validate';
+import { parseTimestamp } from '../time';
+import { parseMailbox } from './address';
+import {
+  sendEmailSchema,
+  MAX_SCHEDULE_PAST_MS,
+  RESERVED_HEADERS,
+  DROPPED_HEADERS,
+  MAX_RECIPIENTS,
+  MAX_ATTACHMENT_BYTES,
+  MAX_SCHEDULE_AHEAD_MS,
+  type SendEmailBody,
+} from './schema';
+
+/** A send request that passed every rule and is ready to be stored. */
+export interface PreparedEmail {
+  from: string;
+  /** The sender's domain, lower-cased; the store statement checks it is a verified domain the key may use. */
+  fromDomain: string;
+  /** A bulk kind: the store statement requires a bulk-stream sender domain. */
+  bulk: boolean;
+  to: string[];
+  cc: string[];
+  bcc: string[];
+  /** Unique lower-cased recipients with the field each came from. */
+  recipients: { address: string; given: string; field: 'to' | 'cc' | 'bcc' }[];
+  replyTo: string | null;
+  subject: string;
+  html: string | null;
+  text: string | null;
+  headers: Record<string, string>;
+  tags: Tag[];
+  kind: string | null;
+  scheduledAt: Date | null;
+  idempotencyKey: string | null;
+  attachments: { filename: string; contentType: string; content: Buffer }[];
+}
+
+/** Kinds that are bulk mail: one recipient each, unsubscribe headers, bulk-stream domains only. */
+export const BULK_KIND_PREFIXES = ['bulk.', 'broadcast.', 'digest.', 'sequence.'];
+export const isBulkKind = (kind: string | null) => kind !== null && BULK_KIND_PREFIXES.some((p) => kind.startsWith(p));
+
+export interface PrepareOptions {
+  inBatch: boolean;
+  /** From the Idempotency-Key header; wins over the body's idempotency_key. */
+  headerIdempotencyKey?: string;
+  now: Date;
+}
+
+const asList = (v: string | string[] | undefined): string[] => (v === undefined ? [] : typeof v === 'string' ? [v] : v);
+
+export function prepareEmail(input: unknown, opts: PrepareOptions): PreparedEmail {
+  if (!isPlainObject(input)) throw validationError('each email must be a JSON object');
+  if (input.template !== undefined) {
+    throw new ServiceError('unsupported_feature', 'template is not yet supported by this server; send subject with html and/or text');
+  }
+  if (input.track !== undefined) {
+    throw new ServiceError('unsupported_feature', 'track (open and click tracking) is not yet supported by this server');
+  }
+  if (isPlainObject(input.headers)) {
+    const reserved = Object.keys(input.headers).filter((h) => RESERVED_HEADERS.has(h.toLowerCase()));
+    if (reserved.length > 0) {
+      throw new ServiceError(
+        'reserved_header',
+        `reserved header(s) cannot be set: ${reserved.join(', ')}`,
+        reserved.map((h) => ({ field: `headers.${h}`, message: `${h} is set by the service` })),
+      );
+    }
+  }
+  const body: SendEmailBody = validate(sendEmailSchema, input);
+  if (body.html === undefined && body.text === undefined) {
+    throw validationError('html or text (or both) is required', [{ field: 'html', message: 'html or text is required' }]);
+  }
+
+  const to = asList(body.to);
+  const cc = asList(body.cc);
+  const bcc = asList(body.bcc);
+  if (to.length === 0) throw validationError('to must name at least one recipient', [{ field: 'to', message: 'at least one recipient' }]);
+  if (to.length + cc.length + bcc.length > MAX_RECIPIENTS) {
+    throw validationError(`to, cc and bcc together may name at most ${MAX_RECIPIENTS} addresses`, [
+      { field: 'to', message: `more than ${MAX_RECIPIENTS} recipients` },
+    ]);
+  }
+  const recipients: PreparedEmail['recipients'] = [];
+  const seen = new Set<string>();
+  for (const [field, list] of [
+    ['to', to],
+    ['cc', cc],
+    ['bcc', bcc],
+  ] as const) {
+    for (const s of list) {
+      const p = parseMailbox(s)!;
+      if (seen.has(p.normalized)) continue;
+      seen.add(p.normalized);
+      recipients.push({ address: p.normalized, given: p.address, field });
+    }
+  }
+
+  const tags = (body.tags ?? []) as Tag[];
+  let kind = body.kind ?? null;
+  if (kind === null) {
+    const tagKind = tags.find((t) => t.name === 'kind');
+    if (tagKind) {
+      if (tagKind.value.length === 0 || tagKind.value.length > 64) {
+        throw validationError('the kind tag must be 1 to 64 characters', [
+          { field: 'tags', message: 'kind tag value must be 1 to 64 characters' },
+        ]);
+      }
+      kind = tagKind.value;
+    }
+  }
+  if (isBulkKind(kind) && recipients.length !== 1) {
+    throw validationError(`kind ${kind} is bulk mail and needs exactly one recipient`, [
+      { field: 'to', message: 'bulk kinds need exactly one recipient' },
+    ]);
+  }
+
+  let scheduledAt: Date | null = null;
+  if (body.scheduled_at !== undefined) {
+    scheduledAt = parseTimestamp(body.scheduled_at, { requireOffset: true })!;
+    const ahead = scheduledAt.getTime() - opts.now.getTime();
+    if (ahead > MAX_SCHEDULE_AHEAD_MS) {
+      throw validationError('scheduled_at may be at most 30 days ahead', [{ field: 'scheduled_at', message: 'at most 30 days ahead' }]);
+    }
+    if (ahead < -MAX_SCHEDULE_PAST_MS) {
+      throw validationError('scheduled_at may be at most 5 minutes in the past (a clock skew); omit it to send now', [
+        { field: 'scheduled_at', message: 'more than 5 minutes in the past' },
+      ]);
+    }
+  }
+
+  const attachments: PreparedEmail['attachments'] = [];
+  let total = 0;
+  for (const a of body.attachments ?? []) {
+    const content = Buffer.from(a.content.replace(/\s+/g, ''), 'base64');
+    total += content.length;
+    attachments.push({ filename: a.filename, contentType: a.content_type ?? 'application/octet-stream', content });
+  }
+  if (total > MAX_ATTACHMENT_BYTES) {
+    throw validationError(`attachments may total at most ${MAX_ATTACHMENT_BYTES} bytes after decoding`, [
+      { field: 'attachments', message: 'over 10 MiB decoded' },
+    ]);
+  }
+
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(body.headers ?? {})) if (!DROPPED_HEADERS.has(k.toLowerCase())) headers[k] = v;
+
+  const from = parseMailbox(body.from)!;
+
+  return {
+    from: body.from.trim(),
+    fromDomain: from.domain.toLowerCase(),
+    bulk: isBulkKind(kind),
+    to,
+    cc,
+    bcc,
+    recipients,
+    replyTo: body.reply_to?.trim() ?? null,
+    subject: body.subject,
+    html: body.html ?? null,
+    text: body.text ?? null,
+    headers,
+    tags,
+    kind,
+    scheduledAt,
+    idempotencyKey: opts.inBatch ? (body.idempotency_key ?? null) : (opts.headerIdempotencyKey ?? body.idempotency_key ?? null),
+    attachments,
+  };
+}

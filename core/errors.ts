@@ -1,0 +1,71 @@
+/**
+ * The error catalogue: every code a client can see, declared once with its HTTP status. The API's
+ * error middleware renders a ServiceError from it, the SMTP relay will map the same codes to SMTP
+ * replies (`smtp`), and docs/api.md's table must list exactly these (test/errors-catalogue.test.ts).
+ */
+export const ERRORS = {
+  invalid_json: { status: 400, when: 'Body is not valid JSON, is empty where a body is required, or nests deeper than 64 levels.' },
+  invalid_body: { status: 400, when: 'The request body could not be read (the connection broke mid-body).' },
+  missing_api_key: { status: 401, when: 'No `Authorization: Bearer ...` header.' },
+  invalid_api_key: { status: 401, when: 'Unknown, malformed, revoked or expired key.' },
+  forbidden: { status: 403, when: 'The key’s permission tier is too low (SEND < FULL < ADMIN).' },
+  test_key_not_allowed: { status: 403, when: 'Test key on an ADMIN endpoint.' },
+  admin_key_not_mintable: { status: 403, when: '`POST /keys` with `permission: admin`, or rotating an ADMIN key.' },
+  forbidden_domain: {
+    status: 403,
+    when: 'A domain-restricted key minting an unrestricted key, granting a domain it does not hold, adding or deleting a domain.',
+  },
+  not_found: {
+    status: 404,
+    when: 'The resource is not in the key’s organization (or, for a domain-restricted key, not of its domains). Never 403: ids of other organizations are not confirmed to exist.',
+  },
+  route_not_found: { status: 404, when: 'No such path.' },
+  method_not_allowed: { status: 405, when: 'Known path, other method; `Allow` lists the methods.' },
+  not_cancelable: { status: 409, when: 'Cancel after pick-up, or of a message in a final state.' },
+  domain_exists: { status: 409, when: '`POST /domains` with a name the organization already has (case and a trailing dot ignored).' },
+  key_revoked: { status: 409, when: 'Rotating a revoked key.' },
+  rotation_conflict: { status: 409, when: 'Rotating a key that was rotated or revoked at the same moment.' },
+  payload_too_large: { status: 413, when: 'Body over `MAX_BODY_BYTES` (40 MiB by default).' },
+  unsupported_media_type: {
+    status: 415,
+    when: 'A body without `Content-Type: application/json` (any case; a `charset` other than UTF-8 is refused too).',
+  },
+  validation_error: { status: 422, when: 'Unknown or invalid fields, limits, bad query parameters, timestamps out of range.' },
+  reserved_header: { status: 422, when: 'A reserved header name in `headers`.' },
+  attachments_not_in_batch: { status: 422, when: 'Any item of a batch carries `attachments`: the whole batch is refused.' },
+  invalid_cursor: { status: 422, when: 'A list cursor that is not a `next_cursor` we issued.' },
+  stream_mismatch: { status: 422, when: 'A bulk kind sent from a transactional-stream domain.' },
+  domain_not_verified: {
+    status: 422,
+    when: 'Sender domain is not a verified domain of the organization allowed for the key (in a batch: inside the item).',
+  },
+  unsupported_feature: { status: 422, when: '`template` or `track` (not yet supported by this server; never silently ignored).' },
+  rate_limited: { status: 429, when: 'Per-key request rate spent for this second; `Retry-After: 1`.' },
+  internal_error: { status: 500, when: 'Our fault; the answer carries an `error_id` that is in the log line too.' },
+  starting: { status: 503, when: 'The service is still starting (database or engine not up yet); `Retry-After: 1`.' },
+} as const satisfies Record<string, { status: number; when: string; smtp?: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export interface ErrorDetail {
+  field: string;
+  message: string;
+}
+
+/** An error a client caused or may see; transports render it by its code. */
+export class ServiceError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: ErrorDetail[],
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+    this.name = 'ServiceError';
+    this.status = ERRORS[code].status;
+  }
+}
+
+export const validationError = (message: string, details?: ErrorDetail[]) => new ServiceError('validation_error', message, details);
+export const notFound = (what = 'resource') => new ServiceError('not_found', `${what} not found`);

@@ -1,0 +1,41 @@
+import type { Orm } from '../orm';
+import type { KeyMode, Permission, Plan } from '../entities';
+import { runPrepared, type PreparedStatement } from '../prepared';
+import { keyForToken } from './key-for-token';
+import { admits, capOf, chargeWindows } from './rate-window';
+
+export interface AuthenticatedRow {
+  id: string;
+  organization_id: string;
+  name: string;
+  permission: Permission;
+  mode: KeyMode;
+  domain_ids: string[] | null;
+  rate_limit: number | null;
+  org_name: string;
+  plan: Plan;
+  /** The window this request was charged to. */
+  window_start: Date;
+  /** The window had room for the request (see rate-window.ts). */
+  admitted: boolean;
+}
+
+/**
+ * Finds the key of a token and charges its request window, in one round trip. Parameters: $1 the
+ * token's SHA-256, $2 the cost, $3 whether a batch's admission applies. No row: no such live key.
+ */
+const AUTHENTICATE: PreparedStatement = {
+  name: 'authenticate_v3',
+  text: `
+with k as (
+  select a.* from ${keyForToken('$1')}
+), charged as (${chargeWindows('select id as api_key_id, $2::int as used from k')})
+select k.id, k.organization_id, k.name, k.permission, k.mode, k.domain_ids, k.rate_limit, o.name as org_name, o.plan,
+       c.window_start, ${admits('(c.used - $2::int)', '$2::int', capOf('k.rate_limit'), '$3::boolean')} as admitted
+  from k join organizations o on o.id = k.organization_id join charged c on c.api_key_id = k.id`,
+};
+
+export async function authenticateToken(orm: Orm, tokenHash: string, cost: number, batch: boolean): Promise<AuthenticatedRow | null> {
+  const [row] = await runPrepared<AuthenticatedRow>(orm, AUTHENTICATE, [tokenHash, cost, batch]);
+  return row ?? null;
+}

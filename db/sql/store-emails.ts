@@ -1,0 +1,146 @@
+import type { Orm } from '../orm';
+import { runPrepared, type PreparedStatement } from '../prepared';
+import { keyForToken } from './key-for-token';
+import { admits, capOf, chargeWindows } from './rate-window';
+
+/** One request's fate in a store statement. */
+export interface StoredRequest {
+  req: number;
+  /** The token names a live key. */
+  known: boolean;
+  /** The key's rate window had room for this request. */
+  admitted: boolean;
+  rate_limit: number | null;
+  organization_id: string | null;
+}
+
+/** What the store statement answers: each request, each message it stored, each message it refused. */
+export interface StoreResult {
+  requests: StoredRequest[];
+  stored: { id: string; status: 'queued' | 'suppressed'; suppressed: string[] }[];
+  refused: { id: string; code: 'domain_not_verified' | 'stream_mismatch' }[];
+}
+
+/**
+ * Authenticates a group of send requests, charges their keys and stores their messages, in one
+ * statement and one commit (see core/emails/group-store.ts). Parameters, each a JSON array:
+ * $1 requests {req, token_hash, cost, batch, prepaid}, $2 messages (each with its request's
+ * `req`), $3 recipients, $4 attachments.
+ *
+ * Keys and rates (spec, Limits; the rule itself is in rate-window.ts):
+ * - A key is found by its token (key-for-token.ts). Unknown tokens store nothing.
+ * - Each key's window is charged the requests' costs in one upsert; PostgreSQL serializes
+ *   concurrent upserts of a key, so `used` before this statement is exact, and so is admission,
+ *   in request order. A `prepaid` request (a batch, which reserved its cost before its body was
+ *   read) is charged nothing here and admitted.
+ *
+ * Messages (of admitted requests only):
+ * - The sender domain must be a verified, undeleted domain of the key's organization that the key
+ *   may use; bulk kinds need a bulk-stream domain. Other messages are refused, each on its own.
+ * - A recipient is suppressed when its organization's suppression list holds the address; a
+ *   message whose every recipient is suppressed is stored as `suppressed` and never queued
+ *   (enqueued_at is set).
+ * - A message whose idempotency key its organization already used is skipped (`do nothing`,
+ *   after waiting for a concurrent holder to commit); the caller answers it as a replay. Its
+ *   recipients, events and attachments are skipped with it: each child insert joins the rows
+ *   the message insert returned.
+ * - Events are inserted in recipient order, so their ids (the API's event order) follow it.
+ *
+ * The column lists mirror the entities in db/entities (Email, Recipient, EmailEvent, Attachment):
+ * GET /emails/:id and the SendEmail activities read what this stores through those entities, so
+ * the API and delivery tests cover the mapping.
+ */
+const STORE_EMAILS_SQL = `
+with q as (
+  select * from jsonb_to_recordset($1::jsonb) as x(req int, token_hash text, cost int, batch boolean, prepaid boolean)
+), k as (
+  select q.req, q.cost, q.batch, q.prepaid, a.id, a.organization_id, a.mode, a.domain_ids, ${capOf('a.rate_limit')} as cap
+    from q cross join lateral (select a.* from ${keyForToken('q.token_hash')}) a
+), kc as (
+  select id, sum(cost)::int as n from k group by id
+), charged as (
+  ${chargeWindows('select id as api_key_id, n as used from kc')}
+), upto as (
+  select k.*, c.used - kc.n + sum(k.cost) over (partition by k.id order by k.req) as used_after
+    from k join kc on kc.id = k.id join charged c on c.api_key_id = k.id
+), p as (
+  select upto.*, (prepaid or ${admits('(used_after - cost)', 'cost', 'cap', 'batch')}) as admitted from upto
+), m as (
+  select x.*, p.organization_id as org, p.id as api_key, p.mode, d.id as domain_id, d.name as domain_name, d.stream
+    from jsonb_to_recordset($2::jsonb) as x(
+      req int, id uuid, pos int, at timestamptz, from_domain text, bulk boolean, from_address text, to_addresses jsonb,
+      cc_addresses jsonb, bcc_addresses jsonb, reply_to text, subject text, html text, text text, headers jsonb, tags jsonb,
+      kind text, scheduled_at timestamptz, idempotency_key text)
+    join p on p.req = x.req and p.admitted
+    left join lateral (
+      select d.id, d.name, d.stream from domains d
+       where d.organization_id = p.organization_id and lower(d.name) = x.from_domain and d.status = 'verified'
+         and d.deleted_at is null and (p.domain_ids is null or p.domain_ids @> jsonb_build_array(d.id::text))
+       limit 1
+    ) d on true
+), ok as (
+  select * from m where domain_id is not null and (not bulk or stream = 'bulk')
+), r as (
+  select x.*, ok.org, ok.at,
+         exists (select 1 from suppressions s where s.organization_id = ok.org and s.email = x.address) as suppressed
+    from jsonb_to_recordset($3::jsonb) as x(id uuid, email_id uuid, pos int, address text, field text)
+    join ok on ok.id = x.email_id
+), e as (
+  insert into emails (id, organization_id, api_key_id, domain_id, from_address, to_addresses, cc_addresses, bcc_addresses,
+                      reply_to, subject, html, text, headers, tags, kind, mode, status, scheduled_at, message_id,
+                      idempotency_key, enqueued_at, created_at, updated_at)
+  select ok.id, ok.org, ok.api_key, ok.domain_id, ok.from_address, ok.to_addresses, ok.cc_addresses, ok.bcc_addresses,
+         ok.reply_to, ok.subject, ok.html, ok.text, ok.headers, ok.tags, ok.kind, ok.mode,
+         case when a.all_suppressed then 'suppressed' else 'queued' end, ok.scheduled_at, '<' || ok.id || '@' || ok.domain_name || '>',
+         ok.idempotency_key, case when a.all_suppressed then ok.at end, ok.at, ok.at
+    from ok
+    cross join lateral (select bool_and(r.suppressed) as all_suppressed from r where r.email_id = ok.id) a
+   order by ok.pos
+  on conflict (organization_id, idempotency_key) where idempotency_key is not null do nothing
+  returning id, status
+), rec as (
+  insert into recipients (id, email_id, address, field, state, attempts, updated_at)
+  select r.id, r.email_id, r.address, r.field, case when r.suppressed then 'suppressed' else 'pending' end, 0, r.at
+    from r join e on e.id = r.email_id
+), ev as (
+  insert into email_events (email_id, organization_id, type, recipient, at)
+  select r.email_id, r.org, case when r.suppressed then 'suppressed' else 'queued' end, r.address, r.at
+    from r join e on e.id = r.email_id
+   order by r.pos
+), att as (
+  insert into attachments (id, email_id, position, filename, content_type, size, content)
+  select x.id, x.email_id, x.position, x.filename, x.content_type, x.size, decode(x.content, 'base64')
+    from jsonb_to_recordset($4::jsonb) as x(id uuid, email_id uuid, position int, filename text, content_type text, size int, content text)
+    join e on e.id = x.email_id
+)
+select coalesce((select json_agg(json_build_object('req', q.req, 'known', p.req is not null, 'admitted', coalesce(p.admitted, false),
+                   'rate_limit', p.cap, 'organization_id', p.organization_id))
+                   from q left join p on p.req = q.req), '[]') as requests,
+       coalesce((select json_agg(json_build_object('id', e.id, 'status', e.status, 'suppressed',
+                   coalesce((select json_agg(r.address order by r.pos) from r where r.email_id = e.id and r.suppressed), '[]')))
+                   from e), '[]') as stored,
+       coalesce((select json_agg(json_build_object('id', m.id,
+                   'code', case when m.domain_id is null then 'domain_not_verified' else 'stream_mismatch' end))
+                   from m where m.domain_id is null or (m.bulk and m.stream <> 'bulk')), '[]') as refused`;
+
+const STORE_EMAILS: PreparedStatement = { name: 'store_emails_v5', text: STORE_EMAILS_SQL };
+
+/** A row for one of the statement's JSON arrays, columns named as in the statement. */
+export type StoreRow<Key extends string> = Record<Key, string> & Record<string, unknown>;
+
+export interface StoreParams {
+  requests: { req: number; token_hash: string; cost: number; batch: boolean; prepaid: boolean }[];
+  emails: StoreRow<'id'>[];
+  recipients: StoreRow<'email_id'>[];
+  attachments: StoreRow<'email_id'>[];
+}
+
+export async function storeEmails(orm: Orm, p: StoreParams): Promise<StoreResult> {
+  const [row] = await runPrepared<StoreResult>(orm, STORE_EMAILS, [
+    JSON.stringify(p.requests),
+    JSON.stringify(p.emails),
+    JSON.stringify(p.recipients),
+    JSON.stringify(p.attachments),
+  ]);
+  return row;
+}

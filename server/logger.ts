@@ -1,7 +1,0 @@
-import pino from 'pino';
-
-export type Logger = pino.Logger;
-
-export function createLogger(level: string): Logger {
-  return pino({ level, base: { svc: 'mail' } });
-}

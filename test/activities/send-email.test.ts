@@ -1,0 +1,158 @@
+import assert from 'node:assert/strict';
+import { createDnsResolver } from '../../core/domains/dns';
+import pino from 'pino';
+import { openOrm, migrate, type Orm } from '../../db/orm';
+import { Email, Recipient, Suppression, EmailEvent } from '../../db/entities';
+import { createActivities, type Activities } from '../../activities';
+import { SmtpTransactionError, type Mailer, type OutgoingMessage, type SendOutcome } from '../../activities/mailer';
+import { TransientDeliveryError } from '../../activities/errors';
+import { createDomain, createKey, createOrganization } from '../../core/provisioning';
+import { acceptEmails } from '../../core/emails/accept';
+import { GroupStore } from '../../core/emails/group-store';
+import { prepareEmail } from '../../core/emails/prepare';
+import { ServiceError } from '../../core/errors';
+import { hashToken } from '../../core/tokens';
+import { newDatabase } from '../support/pg';
+
+/** A Mailer that records what it was asked to send and answers from a script. */
+class ScriptedMailer implements Mailer {
+  finalDestination = false;
+  sent: OutgoingMessage[] = [];
+  next: ((m: OutgoingMessage) => SendOutcome) | null = null;
+  async send(m: OutgoingMessage): Promise<SendOutcome> {
+    this.sent.push(m);
+    if (this.next) return this.next(m);
+    return { accepted: m.envelope.to, rejected: [] };
+  }
+  close() {}
+}
+
+describe('Activities: SendEmail against the real database', function () {
+  this.timeout(60_000);
+  let orm: Orm;
+  let mailer: ScriptedMailer;
+  let acts: Activities;
+  /** Token hashes of a live and a test key: the store statement authenticates each message. */
+  const keys: Record<'live' | 'test', string> = { live: '', test: '' };
+  let orgId: string;
+  let domainName: string;
+
+  before(async () => {
+    orm = await openOrm(await newDatabase('svc_acts'));
+    await migrate(orm);
+    const org = await createOrganization(orm, 'Acts');
+    orgId = org.id;
+    const domain = await createDomain(orm, org.id, 'acts.example.test', { verified: true });
+    domainName = domain.name;
+    for (const mode of ['live', 'test'] as const) {
+      keys[mode] = hashToken((await createKey(orm, org.id, { name: mode, permission: 'send', mode, rateLimit: 1000 })).token);
+    }
+  });
+  after(async () => orm.close());
+  beforeEach(() => {
+    mailer = new ScriptedMailer();
+    acts = createActivities({
+      orm,
+      mailer,
+      clock: { now: () => new Date() },
+      log: pino({ level: 'silent' }),
+      dns: createDnsResolver(undefined),
+    });
+  });
+
+  async function store(to: string[], mode: 'live' | 'test' = 'live'): Promise<string> {
+    const prepared = prepareEmail({ from: `app@${domainName}`, to, subject: 's', text: 't' }, { inBatch: false, now: new Date() });
+    const [r] = await acceptEmails(
+      { orm, dispatch: () => undefined, store: new GroupStore(orm, pino({ level: 'silent' })) },
+      { tokenHash: keys[mode] },
+      [prepared],
+      { cost: 1, batch: false },
+    );
+    assert.ok(!(r instanceof ServiceError), String(r));
+    return r.id;
+  }
+  const status = async (id: string) => (await orm.em.fork().findOneOrFail(Email, { id })).status;
+  const states = async (id: string) =>
+    (await orm.em.fork().find(Recipient, { emailId: id }, { orderBy: { address: 'asc' } })).map((r) => `${r.address}:${r.state}`);
+
+  it('claim is the single winner between pick-up and cancel, and resumes its own claim', async () => {
+    const id = await store(['a@example.com']);
+    assert.deepEqual(await acts.claimForDelivery(id), { outcome: 'claimed' });
+    assert.deepEqual(await acts.claimForDelivery(id), { outcome: 'claimed' }, 'a retry after a crash resumes');
+    const canceled = await orm.em.fork().nativeUpdate(Email, { id, status: 'queued' }, { status: 'canceled' });
+    assert.equal(canceled, 0, 'cancel loses once picked up');
+    const other = await store(['b@example.com']);
+    await orm.em.fork().nativeUpdate(Email, { id: other, status: 'queued' }, { status: 'canceled' });
+    assert.deepEqual(await acts.claimForDelivery(other), { outcome: 'not_queued', status: 'canceled' });
+  });
+
+  it('deliver is idempotent: a retried activity never sends twice', async () => {
+    const id = await store(['a@example.com', 'b@example.com']);
+    await acts.claimForDelivery(id);
+    assert.deepEqual(await acts.deliver(id), { status: 'sent' });
+    assert.deepEqual(await acts.deliver(id), { status: 'sent' });
+    assert.equal(mailer.sent.length, 1);
+    assert.equal(mailer.sent[0].messageId, `<${id}@${domainName}>`);
+  });
+
+  it('a transient whole-transaction failure throws for a retry, which sends the same Message-ID', async () => {
+    const id = await store(['a@example.com']);
+    await acts.claimForDelivery(id);
+    mailer.next = () => {
+      throw new SmtpTransactionError('421 service not available', 421);
+    };
+    await assert.rejects(acts.deliver(id), TransientDeliveryError);
+    assert.deepEqual(await states(id), ['a@example.com:pending']);
+    mailer.next = null;
+    assert.deepEqual(await acts.deliver(id), { status: 'sent' });
+    assert.equal(mailer.sent.length, 2);
+    assert.equal(mailer.sent[0].messageId, mailer.sent[1].messageId);
+  });
+
+  it('a 5xx for the whole transaction hard-bounces every recipient and suppresses them', async () => {
+    const id = await store(['x@example.com', 'y@example.com']);
+    await acts.claimForDelivery(id);
+    mailer.next = () => {
+      throw new SmtpTransactionError('554 message refused', 554);
+    };
+    assert.deepEqual(await acts.deliver(id), { status: 'bounced' });
+    assert.deepEqual(await states(id), ['x@example.com:bounced', 'y@example.com:bounced']);
+    const sup = await orm.em.fork().find(Suppression, { organizationId: orgId, email: { $in: ['x@example.com', 'y@example.com'] } });
+    assert.equal(sup.length, 2);
+  });
+
+  it('only the recipients a partial 4xx refused are retried', async () => {
+    const id = await store(['ok@example.com', 'later@example.com']);
+    await acts.claimForDelivery(id);
+    mailer.next = (m) => ({
+      accepted: m.envelope.to.filter((a) => a !== 'later@example.com'),
+      rejected: [{ address: 'later@example.com', code: 452, response: '452 try later' }],
+    });
+    await assert.rejects(acts.deliver(id), TransientDeliveryError);
+    mailer.next = null;
+    await acts.deliver(id);
+    assert.deepEqual(
+      mailer.sent.map((m) => m.envelope.to),
+      [['ok@example.com', 'later@example.com'], ['later@example.com']],
+    );
+    assert.deepEqual(await states(id), ['later@example.com:sent', 'ok@example.com:sent']);
+  });
+
+  it('failDelivery marks what is left as failed with the reason', async () => {
+    const id = await store(['f@example.com']);
+    await acts.claimForDelivery(id);
+    assert.deepEqual(await acts.failDelivery(id, 'gave up after 4 attempts'), { status: 'failed' });
+    const ev = await orm.em.fork().find(EmailEvent, { emailId: id, type: 'failed' });
+    assert.equal(ev[0].detail, 'gave up after 4 attempts');
+    assert.equal(await status(id), 'failed');
+  });
+
+  it('test mode simulates outcomes and never touches the mailer or the suppression list', async () => {
+    const id = await store(['bounce+1@example.com', 'someone@example.com'], 'test');
+    await acts.claimForDelivery(id);
+    assert.deepEqual(await acts.deliver(id), { status: 'delivered' });
+    assert.equal(mailer.sent.length, 0);
+    assert.equal(await orm.em.fork().count(Suppression, { email: 'bounce+1@example.com' }), 0);
+    assert.deepEqual(await states(id), ['bounce+1@example.com:bounced', 'someone@example.com:delivered']);
+  });
+});

@@ -1,0 +1,141 @@
+import assert from 'node:assert/strict';
+import { sendEmailWorkflow, CANCEL_SIGNAL, CLOSE_UNCONFIRMED_SIGNAL } from '../../workflows/send-email';
+import { domainVerificationWorkflow } from '../../workflows/domain-verification';
+import type { WorkflowContext } from '../../workflows/context';
+import type { SendEmailActivities, ClaimResult, LoadForSendResult } from '../../workflows/send-email';
+
+/** A deterministic in-memory context: virtual clock, scripted signals, recorded activity calls. */
+function harness(opts: { load: LoadForSendResult; claims: ClaimResult[]; deliver?: () => Promise<{ status: string }>; signalAt?: number }) {
+  let clock = 1_000;
+  const calls: string[] = [];
+  const waits: { name: string; deadline: number; signaled: boolean }[] = [];
+  const activities: SendEmailActivities = {
+    loadForSend: async () => (calls.push('loadForSend'), opts.load),
+    claimForDelivery: async () => (calls.push('claimForDelivery'), opts.claims.shift() ?? { outcome: 'not_queued', status: 'canceled' }),
+    deliver: async () => (calls.push('deliver'), opts.deliver ? opts.deliver() : { status: 'sent' }),
+    failDelivery: async (_id, detail) => (calls.push(`failDelivery:${detail}`), { status: 'failed' }),
+    closeUnconfirmed: async () => (calls.push('closeUnconfirmed'), { status: 'unconfirmed' }),
+  };
+  const ctx: WorkflowContext<SendEmailActivities> = {
+    now: async () => clock,
+    sleepUntil: async (t) => void (clock = Math.max(clock, t)),
+    waitForSignal: async (name, deadline) => {
+      const signaled = opts.signalAt !== undefined && opts.signalAt < deadline;
+      clock = signaled ? opts.signalAt! : deadline;
+      waits.push({ name, deadline, signaled });
+      return signaled;
+    },
+    activities,
+  };
+  return { ctx, calls, waits, clock: () => clock };
+}
+
+describe('Workflow body: SendEmail', () => {
+  it('sends at once when not scheduled', async () => {
+    const h = harness({ load: { status: 'queued', scheduledAtMs: null }, claims: [{ outcome: 'claimed' }] });
+    assert.deepEqual(await sendEmailWorkflow(h.ctx, { emailId: 'e1' }), { status: 'sent' });
+    assert.deepEqual(h.calls, ['loadForSend', 'claimForDelivery', 'deliver']);
+    assert.equal(h.waits.length, 0);
+  });
+
+  it('waits for scheduled_at on a durable timer that a cancel signal can end', async () => {
+    const h = harness({ load: { status: 'queued', scheduledAtMs: 50_000 }, claims: [{ outcome: 'claimed' }] });
+    await sendEmailWorkflow(h.ctx, { emailId: 'e1' });
+    assert.deepEqual(h.waits, [{ name: CANCEL_SIGNAL, deadline: 50_000, signaled: false }]);
+    assert.equal(h.clock(), 50_000);
+    assert.deepEqual(h.calls, ['loadForSend', 'claimForDelivery', 'deliver']);
+  });
+
+  it('ends without sending when canceled while scheduled', async () => {
+    const h = harness({
+      load: { status: 'queued', scheduledAtMs: 50_000 },
+      claims: [{ outcome: 'not_queued', status: 'canceled' }],
+      signalAt: 2_000,
+    });
+    assert.deepEqual(await sendEmailWorkflow(h.ctx, { emailId: 'e1' }), { status: 'canceled' });
+    assert.equal(h.waits[0].signaled, true);
+    assert.ok(!h.calls.includes('deliver'));
+  });
+
+  it('keeps a sent message open for the confirmation window and closes it as unconfirmed on signal', async () => {
+    const h = harness({ load: { status: 'queued', scheduledAtMs: null }, claims: [{ outcome: 'claimed' }], signalAt: 5_000 });
+    assert.deepEqual(await sendEmailWorkflow(h.ctx, { emailId: 'e1', confirmationWindowMs: 60_000 }), { status: 'unconfirmed' });
+    assert.deepEqual(h.waits, [{ name: CLOSE_UNCONFIRMED_SIGNAL, deadline: 61_000, signaled: true }]);
+    assert.deepEqual(h.calls, ['loadForSend', 'claimForDelivery', 'deliver', 'closeUnconfirmed']);
+  });
+
+  it('ends at sent when the confirmation window passes without a signal, and never waits without a window', async () => {
+    const h = harness({ load: { status: 'queued', scheduledAtMs: null }, claims: [{ outcome: 'claimed' }] });
+    assert.deepEqual(await sendEmailWorkflow(h.ctx, { emailId: 'e1', confirmationWindowMs: 60_000 }), { status: 'sent' });
+    assert.equal(h.waits.length, 1);
+    assert.ok(!h.calls.includes('closeUnconfirmed'));
+    const bare = harness({ load: { status: 'queued', scheduledAtMs: null }, claims: [{ outcome: 'claimed' }], signalAt: 5_000 });
+    assert.deepEqual(await sendEmailWorkflow(bare.ctx, { emailId: 'e1' }), { status: 'sent' });
+    assert.equal(bare.waits.length, 0);
+  });
+
+  it('does nothing for a message that is no longer queued', async () => {
+    const h = harness({ load: { status: 'canceled', scheduledAtMs: null }, claims: [] });
+    assert.deepEqual(await sendEmailWorkflow(h.ctx, { emailId: 'e1' }), { status: 'canceled' });
+    assert.deepEqual(h.calls, ['loadForSend']);
+  });
+
+  it('stays queued until a deferral ends, then sends (the seam for daily caps)', async () => {
+    const h = harness({
+      load: { status: 'queued', scheduledAtMs: null },
+      claims: [{ outcome: 'deferred', untilMs: 86_400_000 }, { outcome: 'claimed' }],
+    });
+    await sendEmailWorkflow(h.ctx, { emailId: 'e1' });
+    assert.deepEqual(
+      h.waits.map((w) => w.deadline),
+      [86_400_000],
+    );
+    assert.deepEqual(h.calls, ['loadForSend', 'claimForDelivery', 'claimForDelivery', 'deliver']);
+  });
+
+  it('records failure with the reason when delivery gives up', async () => {
+    const h = harness({
+      load: { status: 'queued', scheduledAtMs: null },
+      claims: [{ outcome: 'claimed' }],
+      deliver: async () => {
+        throw new Error('SMTP 421 error: try later');
+      },
+    });
+    assert.deepEqual(await sendEmailWorkflow(h.ctx, { emailId: 'e1' }), { status: 'failed' });
+    assert.equal(h.calls.at(-1), 'failDelivery:SMTP 421 error: try later');
+  });
+});
+
+describe('Workflow body: DomainVerification', () => {
+  function run(statuses: ('pending' | 'verified' | 'deleted')[], input: { firstDelayMs: number; maxDelayMs: number; windowMs: number }) {
+    let clock = 0;
+    const sleeps: number[] = [];
+    const ctx = {
+      now: async () => clock,
+      sleepUntil: async (t: number) => {
+        sleeps.push(t - clock);
+        clock = t;
+      },
+      waitForSignal: async () => false,
+      activities: { checkDomain: async () => ({ status: statuses.shift() ?? 'pending' }) },
+    };
+    return { result: domainVerificationWorkflow(ctx, { domainId: 'd1', ...input }), sleeps };
+  }
+
+  it('re-checks with doubling delays, capped, until verified', async () => {
+    const r = run(['pending', 'pending', 'pending', 'pending', 'verified'], {
+      firstDelayMs: 60_000,
+      maxDelayMs: 200_000,
+      windowMs: 3_600_000,
+    });
+    assert.deepEqual(await r.result, { status: 'verified', checks: 5 });
+    assert.deepEqual(r.sleeps, [60_000, 120_000, 200_000, 200_000]);
+  });
+
+  it('gives up pending when the next wait would pass the window, and stops for a deleted domain', async () => {
+    const r = run([], { firstDelayMs: 60_000, maxDelayMs: 3_600_000, windowMs: 400_000 });
+    assert.deepEqual(await r.result, { status: 'pending', checks: 3 });
+    assert.deepEqual(r.sleeps, [60_000, 120_000]);
+    assert.deepEqual(await run(['deleted'], { firstDelayMs: 1, maxDelayMs: 1, windowMs: 10 }).result, { status: 'deleted', checks: 1 });
+  });
+});

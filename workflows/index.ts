@@ -1,0 +1,8 @@
+import type { AnyWorkflowDef } from './definition';
+import { sendEmail } from './send-email';
+import { domainVerification } from './domain-verification';
+
+export { sendEmail, domainVerification };
+
+/** Every workflow, as the engines register them. A new workflow adds one line here (and one in temporal/index.ts). */
+export const WORKFLOWS: readonly AnyWorkflowDef[] = [sendEmail, domainVerification];
