@@ -8,7 +8,7 @@ export const ERRORS = {
   invalid_body: { status: 400, when: 'The request body could not be read (the connection broke mid-body).' },
   missing_api_key: { status: 401, when: 'No `Authorization: Bearer ...` header.' },
   invalid_api_key: { status: 401, when: 'Unknown, malformed, revoked or expired key.' },
-  forbidden: { status: 403, when: 'The key’s permission tier is too low (SEND < FULL < ADMIN).' },
+  forbidden: { status: 403, when: "The key's permission tier is too low (SEND < FULL < ADMIN)." },
   test_key_not_allowed: { status: 403, when: 'Test key on an ADMIN endpoint.' },
   admin_key_not_mintable: { status: 403, when: '`POST /keys` with `permission: admin`, or rotating an ADMIN key.' },
   forbidden_domain: {
@@ -17,14 +17,14 @@ export const ERRORS = {
   },
   not_found: {
     status: 404,
-    when: 'The resource is not in the key’s organization (or, for a domain-restricted key, not of its domains). Never 403: ids of other organizations are not confirmed to exist.',
+    when: "The resource is not in the key's organization (or, for a domain-restricted key, not of its domains). Never 403: ids of other organizations are not confirmed to exist.",
   },
   route_not_found: { status: 404, when: 'No such path.' },
   method_not_allowed: { status: 405, when: 'Known path, other method; `Allow` lists the methods.' },
   not_cancelable: { status: 409, when: 'Cancel after pick-up, or of a message in a final state.' },
   domain_exists: { status: 409, when: '`POST /domains` with a name the organization already has (case and a trailing dot ignored).' },
   key_revoked: { status: 409, when: 'Rotating a revoked key.' },
-  rotation_conflict: { status: 409, when: 'Rotating a key that was rotated or revoked at the same moment.' },
+  rotation_conflict: { status: 409, when: 'Rotating a key that another rotation superseded at the same moment.' },
   payload_too_large: { status: 413, when: 'Body over `MAX_BODY_BYTES` (40 MiB by default).' },
   unsupported_media_type: {
     status: 415,

@@ -28,15 +28,21 @@ export function isDatabaseError(err: unknown): err is Record<string, unknown> {
   return typeof e.code === 'string' && SQLSTATE.test(e.code) && typeof e.severity === 'string';
 }
 
-/** pino's error serializer, with database errors (also as a cause) reduced to what is safe to keep. */
+/**
+ * The error serializer of every service log: an error's type, message, own stack and fields, its
+ * cause serialized the same way (pino's own would fold a cause's message and stack into the
+ * outer ones), and database errors reduced to what is safe to keep.
+ */
 export function serializeError(err: unknown): unknown {
   if (isDatabaseError(err)) return databaseError(err);
   if (!(err instanceof Error)) return err;
-  const out = pino.stdSerializers.err(err) as unknown as Record<string, unknown>;
+  const out: Record<string, unknown> = { type: err.constructor?.name ?? err.name, message: err.message, stack: err.stack };
+  for (const [k, v] of Object.entries(err)) if (!(k in out) && k !== 'cause') out[k] = v;
   if (err.cause !== undefined) out.cause = serializeError(err.cause);
   return out;
 }
 
-export function createLogger(level: string): Logger {
-  return pino({ level, base: { svc: 'mail' }, serializers: { err: serializeError } });
+/** JSON lines to stdout (or `destination`), with the error serializer above. */
+export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
+  return pino({ level, base: { svc: 'mail' }, serializers: { err: serializeError } }, destination);
 }

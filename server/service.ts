@@ -33,7 +33,11 @@ export interface Service {
   stop(): Promise<void>;
 }
 
-const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+/** Whether HOST exposes the API beyond this machine: anything but a loopback address or `localhost`. */
+export function beyondLoopback(host: string): boolean {
+  if (host === 'localhost' || host === '::1') return false;
+  return !/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
 
 export interface ServiceOptions {
   log?: Logger;
@@ -126,7 +130,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     log,
     maxBodyBytes: config.maxBodyBytes,
     inbox: inbox ?? undefined,
-    inboxAdminOnly: !LOOPBACK.has(config.host),
+    inboxAdminOnly: beyondLoopback(config.host),
     dispatch: () => outbox.kick(),
     domains: { secrets, dns, platform, clock: systemClock, verification: timing },
   });

@@ -100,6 +100,34 @@ describe('API: per-key rate limits', function () {
     assert.ok(passed.body.data.every((d: { id?: string }) => d.id));
   });
 
+  it('a batch reserves 100 before its body is read: at the default cap, of two concurrent 3-item batches one passes and the other gets 429, storing nothing', async () => {
+    const token = await newKey();
+    const marker = `reserve-${Date.now()}`;
+    const three = (tag: string) =>
+      request(env.url, 'POST', '/api/v1/emails/batch', {
+        token,
+        body: [1, 2, 3].map((i) => ({ ...item(i), subject: `${marker}-${tag}` })),
+      });
+    const rs = await inOneSecond(() => Promise.all([three('a'), three('b')]));
+    assert.deepEqual(statuses(rs).sort(), [200, 429], JSON.stringify(rs.map((r) => r.body)));
+    const refused = rs.find((r) => r.status === 429)!;
+    assert.equal(refused.body.error.code, 'rate_limited');
+    assert.equal(refused.headers.get('retry-after'), '1');
+    const subjects = (await request(env.url, 'GET', '/api/v1/emails?limit=100', { token: t.sendKey })).body.data.map(
+      (e: { subject: string }) => e.subject,
+    );
+    assert.equal(subjects.filter((s: string) => s.startsWith(marker)).length, 3, 'only the admitted batch stored its 3 messages');
+  });
+
+  it('a batch after any other request in the same second gets 429 at the default cap; in an empty second it passes', async () => {
+    const token = await newKey();
+    const batch = () => request(env.url, 'POST', '/api/v1/emails/batch', { token, body: [item(1), item(2)] });
+    const rs = await inOneSecond(async () => [await list(env.url, token), await batch()]);
+    assert.deepEqual(statuses(rs), [200, 429]);
+    await sleep(1000 - (Date.now() % 1000) + 30);
+    assert.equal((await batch()).status, 200);
+  });
+
   it('a 4-item batch costs 4: 6 more requests fit in the same second', async () => {
     const token = await newKey();
     const rs = await inOneSecond(async () => {

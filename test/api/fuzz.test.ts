@@ -1,0 +1,281 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { ERRORS } from '../../core/errors';
+import { createDomain, createKey } from '../../core/provisioning';
+import { sharedService, newTenant, type TestEnv, type Tenant } from '../support/service';
+import { inboxApp } from '../support/inbox-app';
+
+/**
+ * Every endpoint against the shapes that once produced 500s (deep nesting, NUL and lone surrogates
+ * inside it, `__proto__`-like keys, extreme dates, NUL in queries, huge values, odd content types):
+ * each answer is a 4xx (or a 2xx where the endpoint ignores the input), never a 5xx, and a refused
+ * request writes nothing. A new route fails the coverage check until it joins ROUTES.
+ */
+interface Route {
+  method: string;
+  /** With :email, :key, :domain, :id placeholders. */
+  path: string;
+  /** Reads a JSON body. */
+  body?: boolean;
+}
+
+const ROUTES: Route[] = [
+  { method: 'GET', path: '/health' },
+  { method: 'POST', path: '/api/v1/emails', body: true },
+  { method: 'POST', path: '/api/v1/emails/batch', body: true },
+  { method: 'GET', path: '/api/v1/emails/:email' },
+  { method: 'GET', path: '/api/v1/emails' },
+  { method: 'POST', path: '/api/v1/emails/:email/cancel' },
+  { method: 'POST', path: '/api/v1/keys', body: true },
+  { method: 'GET', path: '/api/v1/keys' },
+  { method: 'GET', path: '/api/v1/keys/:key' },
+  { method: 'POST', path: '/api/v1/keys/:key/rotate' },
+  { method: 'DELETE', path: '/api/v1/keys/:key' },
+  { method: 'POST', path: '/api/v1/domains', body: true },
+  { method: 'GET', path: '/api/v1/domains' },
+  { method: 'GET', path: '/api/v1/domains/:domain' },
+  { method: 'POST', path: '/api/v1/domains/:domain/verify' },
+  { method: 'DELETE', path: '/api/v1/domains/:domain' },
+  { method: 'GET', path: '/api/v1/organization' },
+  { method: 'PATCH', path: '/api/v1/organization', body: true },
+  { method: 'GET', path: '/api/v1/audit-log' },
+  { method: 'GET', path: '/inbox' },
+  { method: 'GET', path: '/inbox/messages.json' },
+  { method: 'GET', path: '/inbox/:id' },
+  { method: 'GET', path: '/inbox/:id/raw' },
+];
+
+const ROOT = path.resolve(__dirname, '../..');
+
+/** The routes the API declares, read from its sources: `router.<method>('<path>'` under each router's prefix. */
+function declaredRoutes(): string[] {
+  const files = (dir: string): string[] =>
+    fs
+      .readdirSync(path.join(ROOT, dir), { withFileTypes: true })
+      .flatMap((e) => (e.isDirectory() ? files(path.join(dir, e.name)) : [path.join(dir, e.name)]));
+  return files('api')
+    .filter((f) => f.endsWith('.ts'))
+    .flatMap((f) => {
+      const src = fs.readFileSync(path.join(ROOT, f), 'utf8');
+      // `root` is the app's own router (no prefix); a `router` lives under its file's prefix, else /api/v1.
+      const prefix = /prefix: '([^']+)'/.exec(src)?.[1] ?? '/api/v1';
+      return [...src.matchAll(/\b(router|root)\.(get|post|put|patch|delete)\(\s*'([^']*)'/g)].map(
+        (m) => `${m[2].toUpperCase()} ${((m[1] === 'root' ? '' : prefix) + (m[3] === '/' ? '' : m[3])).replace(/:[a-z_]+/g, ':x')}`,
+      );
+    });
+}
+
+const deep = (open: string, inner: string, close: string, n = 10_000) => open.repeat(n) + inner + close.repeat(n);
+const FAR = [
+  '+275760-09-13T00:00:00.000Z',
+  '0000-01-01T00:00:00Z',
+  '-271821-04-20T00:00:00Z',
+  '+275760-09-13',
+  '0000-01-01',
+  '-271821-04-20',
+];
+
+/** Raw bodies: what a client can put on the wire. */
+const BODIES: { name: string; raw: string; type?: string }[] = [
+  { name: 'deep array', raw: deep('[', '', ']') },
+  { name: 'deep object', raw: deep('{"a":', '1', '}') },
+  { name: 'deep object with NUL', raw: deep('{"a":', '"\\u0000"', '}') },
+  { name: 'deep array with a lone surrogate', raw: deep('[', '"\\ud800"', ']') },
+  { name: '65 levels', raw: deep('[', '1', ']', 65) },
+  {
+    name: 'prototype keys',
+    raw: '{"__proto__":{"admin":true},"constructor":{"prototype":{"polluted":1}},"toString":"x","hasOwnProperty":1}',
+  },
+  {
+    name: 'prototype keys nested',
+    raw: '{"name":"k","permission":"send","mode":"live","headers":{"__proto__":"x"},"tags":[{"__proto__":{}}]}',
+  },
+  {
+    name: 'NUL in every value',
+    raw: JSON.stringify({
+      name: 'a\u0000',
+      from: 'a\u0000@x.test',
+      to: 'b@x.test',
+      subject: '\u0000',
+      text: 't',
+      postal_address: '\u0000',
+      permission: 'send',
+      mode: 'live',
+    }),
+  },
+  { name: 'NUL in a key', raw: '{"na\\u0000me":"k"}' },
+  { name: 'lone surrogates', raw: '{"name":"\\udfff","subject":"\\ud800","text":"\\ud800","from":"\\ud800@x.test","to":"a@x.test"}' },
+  ...FAR.map((d) => ({
+    name: `scheduled_at ${d}`,
+    raw: JSON.stringify({ from: 'a@x.test', to: 'b@x.test', subject: 's', text: 't', scheduled_at: d }),
+  })),
+  { name: 'huge numbers', raw: '{"rate_limit":1e400,"daily_send_cap":99999999999999999999999,"limit":-1e308,"name":1e308}' },
+  { name: 'numbers near the int4 edge', raw: '{"rate_limit":2147483648,"daily_send_cap":2147483648}' },
+  {
+    name: 'huge string',
+    raw: JSON.stringify({ name: 'x'.repeat(3_000_000), subject: 'x'.repeat(3_000_000), from: 'a@x.test', to: 'b@x.test', text: 't' }),
+  },
+  { name: 'huge array', raw: JSON.stringify(Array.from({ length: 20_000 }, () => ({}))) },
+  { name: 'many keys', raw: JSON.stringify(Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`k${i}`, i]))) },
+  {
+    name: 'wrong types',
+    raw: '{"from":["a@x.test"],"to":{"a":1},"subject":1,"html":false,"headers":[],"tags":"x","attachments":{},"name":[],"permission":{},"domain_ids":"x","stream":1}',
+  },
+  { name: 'a scalar', raw: '"text"' },
+  { name: 'null', raw: 'null' },
+  { name: 'broken', raw: '{"a":' },
+  { name: 'upper-case media type', raw: '{}', type: 'APPLICATION/JSON' },
+  { name: 'latin-1 charset', raw: '{}', type: 'application/json; charset=latin1' },
+  { name: 'no media type', raw: '{}', type: '' },
+  { name: 'form media type', raw: 'a=1', type: 'application/x-www-form-urlencoded' },
+];
+
+const cursorAt = (t: string) => Buffer.from(`v1|${t}|01a20000-0000-7000-8000-000000000000`).toString('base64url');
+/** Query strings, appended to every route. */
+const QUERIES: string[] = [
+  '__proto__=1',
+  'constructor=1',
+  'toString=1',
+  'hasOwnProperty=x',
+  '__proto__[admin]=1',
+  ...FAR.flatMap((d) => [`since=${encodeURIComponent(d)}`, `until=${encodeURIComponent(d)}`, `cursor=${cursorAt(d)}`]),
+  'to=%00',
+  'kind=a%00b',
+  'limit=%00',
+  'cursor=%00',
+  'status=queued%00',
+  'since=2026-01-01%00',
+  'limit=1e309',
+  'limit=99999999999999999999',
+  'limit=-0',
+  'limit=NaN',
+  'limit=1&limit=2',
+  `to=${'a'.repeat(6000)}`,
+  `cursor=${'A'.repeat(6000)}`,
+];
+
+/** Path ids, substituted for each placeholder. */
+const IDS = ['%00', '__proto__', 'constructor', 'toString', '..%2f..%2fetc', 'x'.repeat(2000), '%F0%9F%92%A9', '-1', '1e400'];
+
+interface Answer {
+  status: number;
+  body: unknown;
+}
+
+function send(base: string, method: string, p: string, token: string | null, raw?: string, type?: string): Promise<Answer> {
+  const url = new URL(base + p);
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string | number> = {};
+    if (token) headers.authorization = `Bearer ${token}`;
+    if (raw !== undefined) {
+      headers['content-length'] = Buffer.byteLength(raw);
+      if (type !== '') headers['content-type'] = type ?? 'application/json';
+    }
+    const req = http.request({ host: url.hostname, port: url.port, method, path: url.pathname + url.search, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let body: unknown = text;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          // HTML pages and raw sources stay text.
+        }
+        resolve({ status: res.statusCode ?? 0, body });
+      });
+    });
+    req.on('error', reject);
+    req.end(raw);
+  });
+}
+
+describe('API fuzz: no 5xx and no writes for anything a client can send, on every endpoint', function () {
+  this.timeout(300_000);
+  let env: TestEnv;
+  let t: Tenant;
+  let admin: string;
+  let inboxUrl: string;
+  let stopInbox: () => Promise<void>;
+  const ids: Record<string, string> = {};
+
+  /** The tenant's rows (and row counts), so a refused request can be shown to have written nothing. */
+  async function fingerprint(): Promise<string> {
+    const [row] = await env.service.db.orm.em
+      .fork()
+      .getConnection()
+      .execute(
+        `select md5(coalesce((select string_agg(x, ',' order by x) from (
+            select row_to_json(o)::text as x from organizations o where o.id = ?
+            union all select row_to_json(d)::text from domains d where d.organization_id = ?
+            union all select row_to_json(k)::text from api_keys k where k.organization_id = ?
+            union all select row_to_json(t)::text from api_key_tokens t join api_keys k on k.id = t.api_key_id where k.organization_id = ?
+          ) r), '')) || ':' || (select count(*) from emails where organization_id = ?) || ':' || (select count(*) from audit_log where organization_id = ?) as f`,
+        Array(6).fill(t.orgId),
+      );
+    return row.f;
+  }
+
+  before(async () => {
+    env = await sharedService();
+    t = await newTenant(env);
+    const orm = env.service.db.orm;
+    admin = (await createKey(orm, t.orgId, { name: 'fuzz', permission: 'admin', mode: 'live', rateLimit: 1000 })).token;
+    ids.domain = (await createDomain(orm, t.orgId, `fuzz-${Date.now()}.example.test`, { verified: true })).id;
+    ids.key = (await createKey(orm, t.orgId, { name: 'target', permission: 'send', mode: 'live' })).key.id;
+    const sent = await t.call('POST', '/api/v1/emails', {
+      body: {
+        from: `app@${t.domain}`,
+        to: 'fuzz@example.com',
+        subject: 's',
+        text: 't',
+        scheduled_at: new Date(Date.now() + 86_400_000).toISOString(),
+      },
+    });
+    ids.email = sent.body.id;
+    // The development inbox's pages, open as on loopback, in front of a real inbox.
+    const served = await inboxApp(env, { adminOnly: false });
+    inboxUrl = served.url;
+    stopInbox = () => served.stop();
+  });
+
+  after(async () => stopInbox?.());
+
+  it('covers every route the API declares', () => {
+    const norm = (r: Route) => `${r.method} ${r.path.replace(/:[a-z_]+/g, ':x')}`;
+    assert.deepEqual([...new Set(declaredRoutes())].sort(), ROUTES.map(norm).sort());
+  });
+
+  it('answers every shape with a catalogued 4xx (or 2xx where the input is ignored), and a refusal writes nothing', async () => {
+    const failures: string[] = [];
+    let requests = 0;
+    const check = async (r: Route, p: string, raw?: string, type?: string, label = '') => {
+      const base = r.path.startsWith('/inbox') ? inboxUrl : env.url;
+      const before = await fingerprint();
+      const a = await send(base, r.method, p, r.path === '/health' || r.path.startsWith('/inbox') ? null : admin, raw, type);
+      requests++;
+      const where = `${r.method} ${p.slice(0, 120)} [${label}] → ${a.status} ${JSON.stringify(a.body).slice(0, 200)}`;
+      if (a.status >= 500 || a.status === 0) return void failures.push(where);
+      if (a.status === 429) return void failures.push(`${where} (rate limited: the shape never reached validation)`);
+      if (a.status >= 400) {
+        const code = (a.body as { error?: { code?: string } })?.error?.code;
+        if (!code || !(code in ERRORS)) failures.push(`${where} (no catalogued error code)`);
+        if ((await fingerprint()) !== before) failures.push(`${where} (a refused request wrote something)`);
+      }
+    };
+    const paths = (r: Route) => [
+      r.path.replace(/:([a-z]+)/g, (_, k: string) => ids[k] ?? 'none'),
+      ...IDS.map((id) => r.path.replace(/:([a-z]+)/g, id)),
+    ];
+    for (const r of ROUTES) {
+      const [real, ...odd] = paths(r);
+      for (const q of QUERIES) await check(r, `${real}?${q}`, undefined, undefined, q.slice(0, 40));
+      for (const p of odd) await check(r, p, undefined, undefined, 'odd id');
+      if (r.body) for (const b of BODIES) await check(r, real, b.raw, b.type, b.name);
+    }
+    assert.deepEqual(failures, [], `${failures.length} of ${requests} requests failed`);
+    assert.ok(requests > 500, `only ${requests} requests`);
+  });
+});
