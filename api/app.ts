@@ -2,6 +2,7 @@ import Koa from 'koa';
 import Router from '@koa/router';
 import type { Logger } from 'pino';
 import type { Orm } from '../db/orm';
+import { ping } from '../db/sql/ping';
 import type { Engine } from '../worker/engine';
 import type { DevInbox } from '../smtp/dev-inbox';
 import { ServiceError } from '../core/errors';
@@ -36,12 +37,7 @@ export function createApp(deps: AppDeps): Koa<ApiState> {
 
   const root = new Router<ApiState>();
   root.get('/health', async (ctx) => {
-    let database = 'up';
-    try {
-      await deps.orm.em.fork().getConnection().execute('select 1');
-    } catch {
-      database = 'down';
-    }
+    const database = (await ping(deps.orm)) ? 'up' : 'down';
     const engine = deps.engine.ready() ? 'up' : 'down';
     const ok = database === 'up' && engine === 'up';
     ctx.status = ok ? 200 : 503;

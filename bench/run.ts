@@ -20,7 +20,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS || 15);
 const SINGLE_CONCURRENCY = Number(process.env.BENCH_CONCURRENCY || 32);
 const BATCH_CONCURRENCY = Number(process.env.BENCH_BATCH_CONCURRENCY || 4);
 const POOL = 10;
-/** For iterating on one path: BENCH_ONLY=live-single skips the other service phases (BENCHMARKS.md is not written). */
+/** For iterating on one path: BENCH_ONLY=live-single, test-single, live-batch or test-batch measures the baseline and that phase only (BENCHMARKS.md is not written). */
 const ONLY = process.env.BENCH_ONLY;
 
 interface Result {
@@ -116,6 +116,14 @@ async function main() {
     const tokens: string[] = [];
     for (let i = 0; i < SINGLE_CONCURRENCY; i++)
       tokens.push((await createKey(service.db.orm, org.id, { name: `bench-${i}`, permission: 'send', mode, rateLimit: 1000 })).token);
+    const batchBody = Array.from({ length: 100 }, () => message);
+    if (ONLY?.endsWith('-batch')) {
+      await load(`${service.url}/api/v1/emails/batch`, tokens, batchBody, BATCH_CONCURRENCY);
+      const batch = await load(`${service.url}/api/v1/emails/batch`, tokens, batchBody, BATCH_CONCURRENCY);
+      log.info({ base: base.rps, batch, messagesPerSecond: batch.rps * 100 }, 'BENCH_ONLY: batches measured');
+      await service.stop();
+      return null;
+    }
     log.info({ mode }, 'POST /emails');
     await load(`${service.url}/api/v1/emails`, tokens, message, SINGLE_CONCURRENCY);
     const single = await load(`${service.url}/api/v1/emails`, tokens, message, SINGLE_CONCURRENCY);
@@ -125,12 +133,7 @@ async function main() {
       return null;
     }
     log.info({ mode }, 'POST /emails/batch (100 items)');
-    const batch = await load(
-      `${service.url}/api/v1/emails/batch`,
-      tokens,
-      Array.from({ length: 100 }, () => message),
-      BATCH_CONCURRENCY,
-    );
+    const batch = await load(`${service.url}/api/v1/emails/batch`, tokens, batchBody, BATCH_CONCURRENCY);
     const [{ n: backlog }] = await service.db.orm.em
       .fork()
       .getConnection()
@@ -138,8 +141,8 @@ async function main() {
     await service.stop();
     return { single, batch, backlog: backlog as number };
   };
-  const live = ONLY === 'test-single' ? null : await runService('live');
-  const test = ONLY === 'live-single' ? null : await runService('test');
+  const live = ONLY?.startsWith('test-') ? null : await runService('live');
+  const test = ONLY?.startsWith('live-') ? null : await runService('test');
   if (!live || !test) {
     await new Promise<void>((resolve) => relay.close(() => resolve()));
     if (pg) await pg.stop();

@@ -26,7 +26,9 @@ export function rateLimited(rateLimit: number | null, batch: boolean): ServiceEr
   const limit = rateLimit ?? DEFAULT_RATE_LIMIT;
   return new ServiceError(
     'rate_limited',
-    `this key allows ${limit} requests per second${batch ? ' (a batch costs one per message)' : ''}; retry in a second`,
+    batch
+      ? `this key allows ${limit} requests per second, and a batch needs an empty second or room for its reservation of 100; retry in a second`
+      : `this key allows ${limit} requests per second; retry in a second`,
     undefined,
     { 'Retry-After': '1' },
   );

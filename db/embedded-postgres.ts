@@ -31,7 +31,8 @@ async function freePort(): Promise<number> {
   });
 }
 
-function pidAlive(pid: number): boolean {
+/** Whether a process with this pid runs on this machine (EPERM: it runs, as another user). */
+export function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Orm } from '../db/orm';
+import { pidAlive } from '../db/embedded-postgres';
 import { claimWorker, readWorker } from '../db/sql/claim-worker';
 import { renewWorker } from '../db/sql/renew-worker';
 import { takeOverDeadWorkers } from '../db/sql/take-over-dead-workers';
@@ -42,15 +43,6 @@ export interface Executor {
   stop(): Promise<void>;
 }
 
-function pidRuns(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 const freshId = (host: string) => `${host}-${randomBytes(4).toString('hex')}`;
 
 /** The id kept for this data folder and host, made on first use. */
@@ -81,7 +73,7 @@ export async function claimExecutor(opts: ExecutorOptions): Promise<Executor> {
   const tryClaim = async (id: string): Promise<boolean> => {
     const holder = await readWorker(orm, id, deadAfterSeconds);
     // A pid on this host that no longer runs is dead for sure; so is this very process (an engine restarted in it).
-    const deadPid = holder && holder.host === host && (holder.pid === pid || !pidRuns(holder.pid)) ? holder.pid : -1;
+    const deadPid = holder && holder.host === host && (holder.pid === pid || !pidAlive(holder.pid)) ? holder.pid : -1;
     return claimWorker(orm, id, host, pid, deadAfterSeconds, deadPid);
   };
 
@@ -129,7 +121,9 @@ export async function claimExecutor(opts: ExecutorOptions): Promise<Executor> {
             log,
             pass: async () => {
               const r = await takeOverDeadWorkers(orm, deadAfterSeconds, id, takeOver.internalQueue, takeOver.applicationVersion);
-              if (r.dead.length) log.warn({ dead: r.dead, workflows: r.workflows }, 'took over the unfinished workflows of dead processes');
+              if (r.workflows > 0)
+                log.warn({ dead: r.dead, workflows: r.workflows }, 'took over the unfinished workflows of dead processes');
+              else if (r.dead.length) log.info({ dead: r.dead }, 'dead processes had nothing left to take over');
             },
           }),
         );
