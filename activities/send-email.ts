@@ -58,7 +58,8 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
     await em.flush();
   }
 
-  async function sendLive(em: EntityManager, email: Email, recipients: Recipient[]): Promise<void> {
+  /** `recipients` are the ones due now; `dropped` the addresses suppressed at acceptance, which no header names. */
+  async function sendLive(em: EntityManager, email: Email, recipients: Recipient[], dropped: Set<string>): Promise<void> {
     // Commit "in flight" before talking SMTP: a retry then knows these may have been handed over.
     for (const r of recipients) {
       r.state = 'in_flight';
@@ -78,8 +79,8 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
         // Headers are written from the parsed mailboxes, never from the stored strings: what the
         // API checked (one mailbox each) is exactly what the headers name.
         from,
-        to: email.to.map(mailbox),
-        cc: email.cc.map(mailbox),
+        to: email.to.map(mailbox).filter((m) => !dropped.has(m.normalized)),
+        cc: email.cc.map(mailbox).filter((m) => !dropped.has(m.normalized)),
         bcc: email.bcc.map(mailbox),
         replyTo: email.replyTo === null ? null : mailbox(email.replyTo),
         subject: email.subject,
@@ -190,7 +191,7 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
       const due = recipients.filter(isDue);
       if (due.length > 0) {
         if (email.mode === 'test') await simulate(em, email, due);
-        else await sendLive(em, email, due);
+        else await sendLive(em, email, due, new Set(recipients.filter((r) => r.state === 'suppressed').map((r) => r.address)));
       }
       const result = await finalize(em, email, recipients);
       log.info({ emailId, status: result.status, mode: email.mode }, 'delivery finished');

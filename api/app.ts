@@ -1,5 +1,4 @@
 import Koa from 'koa';
-import Router from '@koa/router';
 import type { Logger } from 'pino';
 import type { Orm } from '../db/orm';
 import { ping } from '../db/sql/ping';
@@ -8,7 +7,7 @@ import type { DevInbox } from '../smtp/dev-inbox';
 import { ServiceError } from '../core/errors';
 import { errorMiddleware } from './middleware/errors';
 import { authMiddleware } from './middleware/auth';
-import type { ApiState } from './state';
+import { apiRouter, type ApiState } from './state';
 import { emailRoutes } from './emails/routes';
 import { keyRoutes } from './keys/routes';
 import { domainRoutes, type DomainRoutesDeps } from './domains/routes';
@@ -35,7 +34,7 @@ export function createApp(deps: AppDeps): Koa<ApiState> {
   app.silent = true;
   app.use(errorMiddleware(deps.log));
 
-  const root = new Router<ApiState>();
+  const root = apiRouter();
   root.get('/health', async (ctx) => {
     const database = (await ping(deps.orm)) ? 'up' : 'down';
     const engine = deps.engine.ready() ? 'up' : 'down';
@@ -46,7 +45,7 @@ export function createApp(deps: AppDeps): Koa<ApiState> {
   app.use(root.routes());
   if (deps.inbox) app.use(inboxRoutes(deps.inbox, deps.inboxAdminOnly ? { adminOnly: deps.orm } : {}).routes());
 
-  const api = new Router<ApiState>({ prefix: '/api/v1' });
+  const api = apiRouter('/api/v1');
   api.use(authMiddleware(deps.orm));
   const emails = emailRoutes(deps);
   api.use(emails.routes());

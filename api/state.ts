@@ -1,4 +1,4 @@
-import type { RouterContext, RouterMiddleware } from '@koa/router';
+import Router, { type RouterContext, type RouterMiddleware } from '@koa/router';
 import type { AuthState, Charge } from '../core/auth';
 import type { Credentials } from '../core/emails/accept';
 
@@ -19,4 +19,18 @@ export type ApiMiddleware = RouterMiddleware<ApiState>;
 export function auth(ctx: { state: ApiState }): AuthState {
   if (!ctx.state.auth) throw new Error('route reached without authentication');
   return ctx.state.auth;
+}
+
+/**
+ * Every router of the API: case-sensitive, so `/API/V1/...` or `/INBOX` is not a route at all
+ * (404) rather than a route reached around middleware that matched on the exact path.
+ */
+export function apiRouter(prefix?: string): Router<ApiState> {
+  return new Router<ApiState>({ sensitive: true, ...(prefix ? { prefix } : {}) });
+}
+
+/** The route a request matched (its path pattern, prefix included), known before any of its middleware runs. */
+export function matchedRoute(ctx: { matched?: { path: string | RegExp; methods: string[] }[]; method: string }): string | undefined {
+  const layer = (ctx.matched ?? []).filter((l) => l.methods.includes(ctx.method)).at(-1);
+  return typeof layer?.path === 'string' ? layer.path : undefined;
 }

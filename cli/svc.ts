@@ -49,7 +49,7 @@ function required(flag: string, value: string | undefined): string {
 async function withDb<T>(fn: (db: Awaited<ReturnType<typeof openDatabase>>) => Promise<T>): Promise<T> {
   const config = readConfig();
   // Logs go to stderr so stdout stays pure JSON.
-  const log = pino({ level: process.env.LOG_LEVEL || 'warn' }, pino.destination(2));
+  const log = createLogger(process.env.LOG_LEVEL || 'warn', pino.destination(2));
   const db = await openDatabase(config, log);
   try {
     return await fn(db);
@@ -62,7 +62,9 @@ async function start(): Promise<void> {
   const config = readConfig();
   const log = createLogger(config.logLevel);
   const service = await startService(config, { log });
-  const { setup, created, tokens } = await ensureLocalSetup(service.db.orm, config.dataDir, { production: config.production });
+  const { setup, created, tokens, removedClearTokens } = await ensureLocalSetup(service.db.orm, config.dataDir, {
+    production: config.production,
+  });
   const sendToken = tokens?.send ?? '<SEND key>';
   const from = setup.sender_domain ? `hello@${setup.sender_domain}` : 'hello@<your verified domain>';
   const curl = `curl -s ${service.url}/api/v1/emails \\
@@ -77,7 +79,12 @@ async function start(): Promise<void> {
         `  SEND key       ${tokens.send}`,
         '                 (shown this once and not saved: copy them now; later, make keys with svc key create)',
       ]
-    : [`  API keys       shown only when made; make one with: ${keyCreate}`];
+    : [
+        `  API keys       shown only when made; make one with: ${keyCreate}`,
+        ...(removedClearTokens
+          ? ['                 (credentials.json held tokens in clear from an older version: removed; those keys still work)']
+          : []),
+      ];
   const lines = [
     '',
     `  svc is running (${created ? 'first run: local organization created' : 'local organization reused'})`,
@@ -138,6 +145,7 @@ async function worker(): Promise<void> {
     throw new UsageError('svc worker runs Temporal workers and needs ENGINE=temporal; the embedded engine runs inside svc start');
   const log = createLogger(config.logLevel);
   installTemporalRuntime(log.child({ component: 'temporal' }));
+  if (config.production && !config.smtpUrl) throw new UsageError('SMTP_URL is required with NODE_ENV=production');
   const db = await openDatabase(config, log);
   const workerOrm = db.orm;
   // Without SMTP_URL, relay into the dev inbox that `svc start` runs on DEV_SMTP_PORT.
@@ -182,7 +190,7 @@ async function closeUnconfirmedCommand(emailId: string, out: (v: unknown) => voi
     }
     // On the embedded engine no workflow waits at `sent` (CONFIRMATION_WINDOW_HOURS is Temporal-only).
     if (config.engine === 'temporal') {
-      const log = pino({ level: process.env.LOG_LEVEL || 'warn' }, pino.destination(2));
+      const log = createLogger(process.env.LOG_LEVEL || 'warn', pino.destination(2));
       const engine = await startTemporalEngine(temporalSettings(config), log);
       try {
         await engine.signal(emailId, CLOSE_UNCONFIRMED_SIGNAL);

@@ -1,7 +1,7 @@
 /**
  * The error catalogue: every code a client can see, declared once with its HTTP status. The API's
  * error middleware renders a ServiceError from it, the SMTP relay will map the same codes to SMTP
- * replies (`smtp`), and docs/api.md's table must list exactly these (test/errors-catalogue.test.ts).
+ * replies (`smtp`), and docs/api.md's table must list exactly these (test/core/errors-catalogue.test.ts).
  */
 export const ERRORS = {
   invalid_json: { status: 400, when: 'Body is not valid JSON, is empty where a body is required, or nests deeper than 64 levels.' },

@@ -17,7 +17,8 @@ export function parseTimestamp(s: string, opts: { requireOffset?: boolean } = {}
   if (opts.requireOffset && !offset) return null;
   const [year, month, day, hour, minute, second] = [y, mo, d, h ?? '0', mi ?? '0', sec ?? '0'].map(Number);
   const ms = frac ? Number(frac.slice(0, 3).padEnd(3, '0')) : 0;
-  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return null;
+  // Before Date.UTC, which reads years 0 to 99 as 1900 to 1999.
+  if (year < 1970 || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return null;
   const local = Date.UTC(year, month - 1, day, hour, minute, second, ms);
   // Date.UTC rolls 2026-02-30 over into March; a real date survives the round trip.
   if (new Date(local).getUTCDate() !== day) return null;

@@ -22,6 +22,8 @@ export interface LocalSetupResult {
   created: boolean;
   /** The keys' tokens, only on the run that made them (never in production, which makes no keys). */
   tokens: { admin: string; send: string } | null;
+  /** An older credentials.json held tokens in clear; they were removed from it (the keys still work). */
+  removedClearTokens: boolean;
 }
 
 /**
@@ -32,8 +34,23 @@ export interface LocalSetupResult {
 export async function ensureLocalSetup(orm: Orm, dataDir: string, opts: { production: boolean }): Promise<LocalSetupResult> {
   const file = path.join(dataDir, 'credentials.json');
   if (fs.existsSync(file)) {
-    const setup = JSON.parse(fs.readFileSync(file, 'utf8')) as LocalSetup;
-    if (await orm.em.fork().findOne(Organization, { id: setup.organization_id })) return { setup, created: false, tokens: null };
+    const { admin_key, send_key, ...kept } = JSON.parse(fs.readFileSync(file, 'utf8')) as Partial<LocalSetup> & {
+      organization_id: string;
+      admin_key?: string;
+      send_key?: string;
+    };
+    const setup: LocalSetup = {
+      sender_domain: null,
+      admin_key_id: null,
+      send_key_id: null,
+      created_at: new Date(0).toISOString(),
+      ...kept,
+    };
+    // Versions before this one kept the tokens here in clear; tokens are shown once and stored hashed.
+    const removedClearTokens = admin_key !== undefined || send_key !== undefined;
+    if (removedClearTokens) write(file, setup);
+    if (await orm.em.fork().findOne(Organization, { id: setup.organization_id }))
+      return { setup, created: false, tokens: null, removedClearTokens };
   }
   const org = await createOrganization(orm, 'Local organization', 'standard');
   let setup: LocalSetup = {
@@ -51,7 +68,11 @@ export async function ensureLocalSetup(orm: Orm, dataDir: string, opts: { produc
     setup = { ...setup, sender_domain: domain.name, admin_key_id: admin.key.id, send_key_id: send.key.id };
     tokens = { admin: admin.token, send: send.token };
   }
+  write(file, setup);
+  return { setup, created: true, tokens, removedClearTokens: false };
+}
+
+function write(file: string, setup: LocalSetup): void {
   fs.writeFileSync(file, JSON.stringify(setup, null, 2) + '\n', { mode: 0o600 });
   fs.chmodSync(file, 0o600);
-  return { setup, created: true, tokens };
 }

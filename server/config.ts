@@ -104,9 +104,14 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     domainVerifyWindowHours: int('DOMAIN_VERIFY_WINDOW_HOURS', 72, env),
     domainVerifySweepSeconds: int('DOMAIN_VERIFY_SWEEP_SECONDS', 60, env),
     workerId: workerId(env.WORKER_ID),
-    workerDeadAfterSeconds: int('WORKER_DEAD_AFTER_SECONDS', 60, env),
+    workerDeadAfterSeconds: atLeast('WORKER_DEAD_AFTER_SECONDS', int('WORKER_DEAD_AFTER_SECONDS', 60, env), 2),
     production: env.NODE_ENV === 'production',
   };
+}
+
+function atLeast(name: string, n: number, min: number): number {
+  if (n < min) throw new Error(`${name} must be at least ${min}, got ${n}`);
+  return n;
 }
 
 function workerId(raw: string | undefined): string | undefined {

@@ -13,7 +13,7 @@ import { createDnsResolver } from '../core/domains/dns';
 import { DevInbox } from '../smtp/dev-inbox';
 import { createSmtpMailer, type Mailer } from '../activities/mailer';
 import { createActivities } from '../activities';
-import { APPLICATION_VERSION, DBOS_INTERNAL_QUEUE, startDbosEngine } from '../worker/dbos-engine';
+import { APPLICATION_NAME, APPLICATION_VERSION, DBOS_INTERNAL_QUEUE, startDbosEngine } from '../worker/dbos-engine';
 import { startTemporalEngine } from '../worker/temporal-engine';
 import type { Engine } from '../worker/engine';
 import { claimExecutor, type Executor } from '../worker/executors';
@@ -52,6 +52,9 @@ export interface ServiceOptions {
  */
 export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
   const log = opts.log ?? createLogger(config.logLevel);
+  if (config.production && !config.smtpUrl && !opts.mailer) {
+    throw new Error('SMTP_URL is required with NODE_ENV=production: the development inbox is for development only');
+  }
   // Bind the port first: until the database and the engine are up, every request (and /health)
   // gets 503, so orchestrators and scripts can tell "starting" from "down".
   let handler: http.RequestListener = (_req, res) => {
@@ -88,6 +91,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       configuredId: config.workerId,
       deadAfterSeconds: config.workerDeadAfterSeconds,
       log: log.child({ component: 'executor' }),
+      onLost: opts.onExecutorLost ?? (() => process.exit(70)),
     });
     mailer ??= inbox ? createSmtpMailer(`smtp://127.0.0.1:${inbox.port}`, true) : createSmtpMailer(config.smtpUrl!, false);
     const activities = createActivities({
@@ -98,20 +102,22 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       secrets,
       dns,
     });
-    engine = await startDbosEngine({
-      databaseUrl: db.url,
-      activities,
-      retryBaseSeconds: config.retryBaseSeconds,
-      log,
-      sendRatePerSecond: config.sendRatePerSecond,
-      workerConcurrency: config.workerConcurrency,
-      executorId: executor.id,
-      applicationVersion: APPLICATION_VERSION,
-    });
-    executor.start(
-      { internalQueue: DBOS_INTERNAL_QUEUE, applicationVersion: APPLICATION_VERSION },
-      opts.onExecutorLost ?? (() => process.exit(70)),
-    );
+    try {
+      engine = await startDbosEngine({
+        databaseUrl: db.url,
+        activities,
+        retryBaseSeconds: config.retryBaseSeconds,
+        log,
+        sendRatePerSecond: config.sendRatePerSecond,
+        workerConcurrency: config.workerConcurrency,
+        executorId: executor.id,
+        applicationVersion: APPLICATION_VERSION,
+      });
+    } catch (err) {
+      await executor.stop();
+      throw err;
+    }
+    executor.takeOver({ internalQueue: DBOS_INTERNAL_QUEUE, applicationName: APPLICATION_NAME });
   }
   const timing = verificationTiming(config);
   const outbox = new Outbox(workerOrm, engine, log.child({ component: 'outbox' }), config.temporal?.confirmationWindowMs ?? 0);

@@ -25,7 +25,9 @@ export interface DbosEngineOptions {
   applicationVersion?: string;
 }
 
-/** The application version every process runs under (recovery and takeover match on it). */
+/** The DBOS application name: takeover re-enqueues only this application's workflows. */
+export const APPLICATION_NAME = 'svc-mail';
+/** The application version every process runs under (DBOS's start-up recovery matches on it). */
 export const APPLICATION_VERSION = 'svc-mail-1';
 /** DBOS's queue for workflows started without one: recovered runs of unqueued workflows go there (DBOS 5.3). */
 export const DBOS_INTERNAL_QUEUE = '_dbos_internal_queue';
@@ -79,7 +81,7 @@ export async function startDbosEngine(opts: DbosEngineOptions): Promise<Engine> 
   }
   const log = opts.log.child({ component: 'dbos' });
   DBOS.setConfig({
-    name: 'svc-mail',
+    name: APPLICATION_NAME,
     systemDatabaseUrl: opts.databaseUrl,
     systemDatabasePoolSize: 20,
     applicationVersion: opts.applicationVersion ?? APPLICATION_VERSION,

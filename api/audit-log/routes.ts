@@ -1,10 +1,10 @@
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import * as yup from 'yup';
 import type { Orm } from '../../db/orm';
 import { AuditEntry } from '../../db/entities';
 import { validateQuery } from '../validate';
 import { requirePermission } from '../middleware/auth';
-import { auth, type ApiState } from '../state';
+import { apiRouter, auth, type ApiState } from '../state';
 import { decodeCursor, encodeCursor } from '../cursor';
 
 const querySchema = yup.object({
@@ -14,7 +14,7 @@ const querySchema = yup.object({
 
 /** The organization's audit log (ADMIN): newest first, keyset-paginated like GET /emails. */
 export function auditLogRoutes(deps: { orm: Orm }): Router<ApiState> {
-  const router = new Router<ApiState>();
+  const router = apiRouter();
   router.get('/audit-log', requirePermission('admin'), async (ctx) => {
     const a = auth(ctx);
     const q: yup.InferType<typeof querySchema> = validateQuery(querySchema, ctx.query);

@@ -1,4 +1,4 @@
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { Logger } from 'pino';
 import type { Orm } from '../../db/orm';
@@ -16,7 +16,7 @@ import type { AuthState } from '../../core/auth';
 import { ServiceError, notFound, validationError } from '../../core/errors';
 import type { DomainVerificationInput } from '../../workflows/domain-verification';
 import { requirePermission } from '../middleware/auth';
-import { auth, type ApiContext, type ApiState } from '../state';
+import { apiRouter, auth, type ApiContext, type ApiState } from '../state';
 import { readValidBody } from '../validate';
 import { audit } from '../audit';
 import { createDomainSchema, normalizeDomainName, type CreateDomainBody } from './schema';
@@ -42,7 +42,7 @@ function visible(a: AuthState, d: Domain | null): d is Domain {
 }
 
 export function domainRoutes(deps: DomainRoutesDeps): Router<ApiState> {
-  const router = new Router<ApiState>();
+  const router = apiRouter();
   const admin = requirePermission('admin');
   const { orm } = deps;
 

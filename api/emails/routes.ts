@@ -1,4 +1,4 @@
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { Logger } from 'pino';
 import type { Orm } from '../../db/orm';
 import { Email, EmailEvent, Attachment } from '../../db/entities';
@@ -13,10 +13,10 @@ import { acceptEmails, type AcceptDeps, type Credentials } from '../../core/emai
 import { GroupStore } from '../../core/emails/group-store';
 import { CANCEL_SIGNAL } from '../../workflows/send-email';
 import type { Engine } from '../../worker/engine';
-import { BATCH_RESERVATION, authenticateRequest } from '../middleware/auth';
+import { authenticateRequest } from '../middleware/auth';
 import { readJsonBody } from '../middleware/json-body';
 import { validateQuery } from '../validate';
-import { auth, type ApiContext, type ApiState } from '../state';
+import { apiRouter, auth, type ApiContext, type ApiState } from '../state';
 import { listEmailsQuerySchema, type ListEmailsQuery } from './schema';
 import { presentEmail, presentSummary } from './present';
 import { decodeCursor, encodeCursor } from '../cursor';
@@ -43,7 +43,7 @@ const credentials = (ctx: ApiContext): Credentials => {
 };
 
 export function emailRoutes(deps: EmailRoutesDeps): Router<ApiState> {
-  const router = new Router<ApiState>();
+  const router = apiRouter();
   const { orm } = deps;
   const accept: AcceptDeps = { orm, dispatch: deps.dispatch, store: new GroupStore(orm, deps.log) };
   // No permission check: every tier (SEND, FULL, ADMIN) may send, read and cancel mail.
@@ -73,7 +73,7 @@ export function emailRoutes(deps: EmailRoutesDeps): Router<ApiState> {
   });
 
   router.post('/emails/batch', async (ctx) => {
-    // The middleware reserved BATCH_RESERVATION; the batch costs one per message (at least one),
+    // The middleware reserved 100 (BATCH_RESERVATION); the batch costs one per message (at least one),
     // and the rest goes back to the key's window whatever the answer.
     let cost = 1;
     try {
@@ -115,8 +115,9 @@ export function emailRoutes(deps: EmailRoutesDeps): Router<ApiState> {
         }),
       };
     } finally {
+      // What was reserved (by the route's own middleware) less what the batch cost.
       const charge = ctx.state.charge;
-      if (charge) await refundReservation(orm, charge.keyId, charge.windowStart, BATCH_RESERVATION - cost);
+      if (charge) await refundReservation(orm, charge.keyId, charge.windowStart, charge.cost - cost);
     }
   });
 

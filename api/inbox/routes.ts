@@ -1,11 +1,11 @@
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import { simpleParser } from 'mailparser';
 import type { Orm } from '../../db/orm';
 import type { DevInbox } from '../../smtp/dev-inbox';
 import { authenticate } from '../../core/auth';
 import { ServiceError, notFound } from '../../core/errors';
-import { hashToken, TOKEN_RE } from '../../core/tokens';
-import type { ApiMiddleware, ApiState } from '../state';
+import { bearerToken, hashToken, TOKEN_RE } from '../../core/tokens';
+import { apiRouter, type ApiMiddleware, type ApiState } from '../state';
 
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
@@ -25,7 +25,7 @@ pre{background:#f6f6f6;padding:1rem;white-space:pre-wrap;word-break:break-all}if
 function adminOnly(orm: Orm): ApiMiddleware {
   return async (ctx, next) => {
     const header = ctx.get('authorization');
-    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
+    const bearer = bearerToken(header);
     const basic = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header)?.[1];
     const token = bearer ?? (basic ? Buffer.from(basic, 'base64').toString('utf8').split(':').slice(1).join(':') : undefined);
     if (!token || !TOKEN_RE.test(token)) {
@@ -44,7 +44,7 @@ function adminOnly(orm: Orm): ApiMiddleware {
  * Open on loopback; with `orm` (the API listens beyond loopback) only to a live ADMIN key.
  */
 export function inboxRoutes(inbox: DevInbox, opts: { adminOnly?: Orm } = {}): Router<ApiState> {
-  const router = new Router<ApiState>({ prefix: '/inbox' });
+  const router = apiRouter('/inbox');
   if (opts.adminOnly) router.use(adminOnly(opts.adminOnly));
 
   router.get('/', (ctx) => {

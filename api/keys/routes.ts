@@ -1,4 +1,4 @@
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import { LockMode } from '@mikro-orm/core';
 import type { Orm } from '../../db/orm';
 import { ApiKey, ApiKeyToken } from '../../db/entities';
@@ -7,7 +7,7 @@ import { newApiKey, newToken, foreignDomainIds } from '../../core/provisioning';
 import type { AuthState } from '../../core/auth';
 import { ServiceError, notFound, validationError } from '../../core/errors';
 import { requirePermission } from '../middleware/auth';
-import { auth, type ApiContext, type ApiState } from '../state';
+import { apiRouter, auth, type ApiContext, type ApiState } from '../state';
 import { readValidBody } from '../validate';
 import { audit } from '../audit';
 import { createKeySchema, type CreateKeyBody } from './schema';
@@ -29,7 +29,7 @@ function manages(a: AuthState, k: ApiKey): boolean {
 }
 
 export function keyRoutes(deps: { orm: Orm; maxBodyBytes: number }): Router<ApiState> {
-  const router = new Router<ApiState>();
+  const router = apiRouter();
   const admin = requirePermission('admin');
 
   async function findManaged(ctx: ApiContext): Promise<ApiKey> {

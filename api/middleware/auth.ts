@@ -2,13 +2,13 @@ import type { Orm } from '../../db/orm';
 import type { Permission } from '../../db/entities';
 import { authenticate, invalidKey } from '../../core/auth';
 import { ServiceError } from '../../core/errors';
-import { hashToken, TOKEN_RE } from '../../core/tokens';
-import type { ApiContext, ApiMiddleware } from '../state';
+import { bearerToken, hashToken, TOKEN_RE } from '../../core/tokens';
+import { matchedRoute, type ApiContext, type ApiMiddleware } from '../state';
 
 /** POST /emails: authenticated and charged by the statement that stores the mail. */
-const SEND_ROUTE = /^\/api\/v1\/emails\/?$/;
+const SEND_ROUTE = '/api/v1/emails';
 /** POST /emails/batch: reserves BATCH_RESERVATION before its body is read (spec, Limits → Batch cost). */
-const BATCH_ROUTE = /^\/api\/v1\/emails\/batch\/?$/;
+const BATCH_ROUTE = '/api/v1/emails/batch';
 /** The most a batch can cost (100 messages); what is not used is given back once the body is known. */
 export const BATCH_RESERVATION = 100;
 /**
@@ -28,18 +28,19 @@ export async function authenticateRequest(orm: Orm, ctx: ApiContext, tokenHash: 
 /** Bearer authentication and the per-key rate limit: the token is looked up by its SHA-256, never stored in clear. */
 export function authMiddleware(orm: Orm): ApiMiddleware {
   return async (ctx, next) => {
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(ctx.get('authorization'));
-    if (!m) throw new ServiceError('missing_api_key', 'send your API key as "Authorization: Bearer <API_KEY>"');
-    if (!TOKEN_RE.test(m[1])) throw invalidKey();
-    const tokenHash = hashToken(m[1]);
-    if (ctx.method === 'POST' && BATCH_ROUTE.test(ctx.path)) {
+    const token = bearerToken(ctx.get('authorization'));
+    if (token === null) throw new ServiceError('missing_api_key', 'send your API key as "Authorization: Bearer <API_KEY>"');
+    if (!TOKEN_RE.test(token)) throw invalidKey();
+    const tokenHash = hashToken(token);
+    // By the route the router matched, not by the raw path: the route is what will run.
+    const route = ctx.method === 'POST' ? matchedRoute(ctx) : undefined;
+    ctx.state.credentials = { tokenHash };
+    if (route === BATCH_ROUTE) {
       // Reserved before the body is read: of concurrent batches in a second only the first passes.
       await authenticateRequest(orm, ctx, tokenHash, BATCH_RESERVATION, true);
-      ctx.state.credentials = { tokenHash };
       return next();
     }
-    if (ctx.method === 'POST' && SEND_ROUTE.test(ctx.path)) {
-      ctx.state.credentials = { tokenHash };
+    if (route === SEND_ROUTE) {
       const declared = Number(ctx.get('content-length') || NaN);
       // Cost 0: only whether the key exists; the store statement charges.
       if (!(declared <= DEFERRED_AUTH_MAX_BODY)) await authenticateRequest(orm, ctx, tokenHash, 0, false);

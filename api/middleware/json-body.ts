@@ -58,14 +58,15 @@ export function isJsonMediaType(header: string): boolean {
 /** A body's JSON, refused (400 invalid_json) when empty, malformed or nested deeper than MAX_JSON_DEPTH. */
 export function parseJson(raw: string): unknown {
   if (raw.trim() === '') throw new ServiceError('invalid_json', 'request body is empty; a JSON body is required');
+  // Before parsing: 40 MiB of `[` would otherwise become millions of nested arrays first.
+  if (depthExceeds(raw, MAX_JSON_DEPTH)) {
+    throw new ServiceError('invalid_json', `request body nests deeper than ${MAX_JSON_DEPTH} levels`);
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);
   } catch (e) {
     throw new ServiceError('invalid_json', `request body is not valid JSON: ${(e as Error).message}`);
-  }
-  if (depthExceeds(parsed, MAX_JSON_DEPTH)) {
-    throw new ServiceError('invalid_json', `request body nests deeper than ${MAX_JSON_DEPTH} levels`);
   }
   return storableStrings(parsed, raw);
 }
@@ -74,15 +75,29 @@ function tooLarge(limit: number): ServiceError {
   return new ServiceError('payload_too_large', `request body exceeds ${limit} bytes`);
 }
 
-/** Whether any array or object lies deeper than `max`; an explicit stack, so no input can overflow ours. */
-function depthExceeds(value: unknown, max: number): boolean {
-  const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop()!;
-    if (v === null || typeof v !== 'object') continue;
-    if (depth > max) return true;
-    for (const child of Array.isArray(v) ? v : Object.values(v)) {
-      if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+/**
+ * Whether the JSON text opens an array or object deeper than `max`, by one pass over the text:
+ * brackets count outside strings only, and a string is skipped to its closing quote with the
+ * native indexOf, so long strings (HTML bodies, attachments) cost next to nothing. Malformed text
+ * is left to JSON.parse.
+ */
+function depthExceeds(raw: string, max: number): boolean {
+  let depth = 0;
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw.charCodeAt(i);
+    if (c === 0x22) {
+      // To the closing quote: one not escaped by an odd run of backslashes.
+      for (;;) {
+        i = raw.indexOf('"', i + 1);
+        if (i < 0) return false;
+        let slashes = 0;
+        while (raw.charCodeAt(i - 1 - slashes) === 0x5c) slashes++;
+        if (slashes % 2 === 0) break;
+      }
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
     }
   }
   return false;

@@ -1,9 +1,9 @@
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { Orm } from '../../db/orm';
 import { Organization, PLAN_DAILY_CEILING, effectiveDailySendCap } from '../../db/entities';
 import { validationError } from '../../core/errors';
 import { requirePermission } from '../middleware/auth';
-import { auth, type ApiState } from '../state';
+import { apiRouter, auth, type ApiState } from '../state';
 import { readValidBody } from '../validate';
 import { audit } from '../audit';
 import { updateOrganizationSchema, type UpdateOrganizationBody } from './schema';
@@ -25,7 +25,7 @@ function present(o: Organization) {
 
 /** Organization settings (ADMIN): name, postal address (bulk mail's legal footer), daily send cap. */
 export function organizationRoutes(deps: { orm: Orm; maxBodyBytes: number }): Router<ApiState> {
-  const router = new Router<ApiState>();
+  const router = apiRouter();
   router.get('/organization', requirePermission('admin'), async (ctx) => {
     ctx.body = present(await deps.orm.em.fork().findOneOrFail(Organization, { id: auth(ctx).organization.id }));
   });

@@ -32,6 +32,8 @@ export class Migration20261123000000_tokens_and_workers extends Migration {
     this.addSql(
       `alter table api_keys drop column token_hash, drop column token_prefix, drop column previous_token_hash, drop column previous_token_expires_at, drop column rotated_at;`,
     );
+    // Whether the window's last single charge was admitted (authentication charges and decides in one upsert).
+    this.addSql(`alter table key_rate_windows add column admitted boolean not null default true;`);
     this.addSql(`
       create table workers (
         id text primary key,
@@ -40,12 +42,14 @@ export class Migration20261123000000_tokens_and_workers extends Migration {
         started_at timestamptz not null,
         heartbeat_at timestamptz not null
       );`);
-    // Processes before this migration all ran as "local": whatever they left unfinished is taken over at once.
-    this.addSql(`insert into workers (id, host, pid, started_at, heartbeat_at) values ('local', '', 0, now(), '-infinity');`);
+    // Processes before this migration all ran as "local": what they left unfinished is taken over
+    // once this row is as stale as a dead process's (stop them before upgrading: README, Upgrading).
+    this.addSql(`insert into workers (id, host, pid, started_at, heartbeat_at) values ('local', '', 0, now(), now());`);
   }
 
   override async down(): Promise<void> {
     this.addSql('drop table workers;');
+    this.addSql('alter table key_rate_windows drop column admitted;');
     this.addSql(
       `alter table api_keys add column token_hash text unique, add column token_prefix text, add column previous_token_hash text unique, add column previous_token_expires_at timestamptz, add column rotated_at timestamptz;`,
     );

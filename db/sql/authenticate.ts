@@ -2,7 +2,7 @@ import type { Orm } from '../orm';
 import type { KeyMode, Permission, Plan } from '../entities';
 import { runPrepared, type PreparedStatement } from '../prepared';
 import { keyForToken } from './key-for-token';
-import { admits, capOf, chargeWindows } from './rate-window';
+import { chargeRequest } from './rate-window';
 
 export interface AuthenticatedRow {
   id: string;
@@ -25,14 +25,14 @@ export interface AuthenticatedRow {
  * token's SHA-256, $2 the cost, $3 whether a batch's admission applies. No row: no such live key.
  */
 const AUTHENTICATE: PreparedStatement = {
-  name: 'authenticate_v3',
+  name: 'authenticate_v4',
   text: `
 with k as (
   select a.* from ${keyForToken('$1')}
-), charged as (${chargeWindows('select id as api_key_id, $2::int as used from k')})
+), charged as (${chargeRequest('k', '$2::int', '$3::boolean')})
 select k.id, k.organization_id, k.name, k.permission, k.mode, k.domain_ids, k.rate_limit, o.name as org_name, o.plan,
-       c.window_start, ${admits('(c.used - $2::int)', '$2::int', capOf('k.rate_limit'), '$3::boolean')} as admitted
-  from k join organizations o on o.id = k.organization_id join charged c on c.api_key_id = k.id`,
+       c.window_start, c.admitted
+  from k join organizations o on o.id = k.organization_id cross join charged c`,
 };
 
 export async function authenticateToken(orm: Orm, tokenHash: string, cost: number, batch: boolean): Promise<AuthenticatedRow | null> {

@@ -59,10 +59,11 @@ with q as (
 ), kc as (
   select id, sum(cost)::int as n from k group by id
 ), charged as (
-  ${chargeWindows('select id as api_key_id, n as used from kc')}
+  -- A key whose requests cost nothing here (a batch that reserved its cost) is not written.
+  ${chargeWindows('select id as api_key_id, n as used from kc where n > 0')}
 ), upto as (
-  select k.*, c.used - kc.n + sum(k.cost) over (partition by k.id order by k.req) as used_after
-    from k join kc on kc.id = k.id join charged c on c.api_key_id = k.id
+  select k.*, coalesce(c.used, 0) - kc.n + sum(k.cost) over (partition by k.id order by k.req) as used_after
+    from k join kc on kc.id = k.id left join charged c on c.api_key_id = k.id
 ), p as (
   select upto.*, (prepaid or ${admits('(used_after - cost)', 'cost', 'cap', 'batch')}) as admitted from upto
 ), m as (
@@ -123,7 +124,7 @@ select coalesce((select json_agg(json_build_object('req', q.req, 'known', p.req 
                    'code', case when m.domain_id is null then 'domain_not_verified' else 'stream_mismatch' end))
                    from m where m.domain_id is null or (m.bulk and m.stream <> 'bulk')), '[]') as refused`;
 
-const STORE_EMAILS: PreparedStatement = { name: 'store_emails_v5', text: STORE_EMAILS_SQL };
+const STORE_EMAILS: PreparedStatement = { name: 'store_emails_v6', text: STORE_EMAILS_SQL };
 
 /** A row for one of the statement's JSON arrays, columns named as in the statement. */
 export type StoreRow<Key extends string> = Record<Key, string> & Record<string, unknown>;

@@ -60,7 +60,7 @@ function declaredRoutes(): string[] {
     .flatMap((f) => {
       const src = fs.readFileSync(path.join(ROOT, f), 'utf8');
       // `root` is the app's own router (no prefix); a `router` lives under its file's prefix, else /api/v1.
-      const prefix = /prefix: '([^']+)'/.exec(src)?.[1] ?? '/api/v1';
+      const prefix = /apiRouter\('([^']+)'\)/.exec(src)?.[1] ?? '/api/v1';
       return [...src.matchAll(/\b(router|root)\.(get|post|put|patch|delete)\(\s*'([^']*)'/g)].map(
         (m) => `${m[2].toUpperCase()} ${((m[1] === 'root' ? '' : prefix) + (m[3] === '/' ? '' : m[3])).replace(/:[a-z_]+/g, ':x')}`,
       );
@@ -156,6 +156,22 @@ const QUERIES: string[] = [
   `cursor=${'A'.repeat(6000)}`,
 ];
 
+/** Authorization headers a client can send (Node's client refuses NUL and line breaks in headers). */
+const AUTHORIZATIONS = [
+  'Bearer',
+  'Bearer ',
+  'Bearer svc_live_',
+  `Bearer svc_live_${'x'.repeat(5000)}`,
+  'Bearer svc_live_ÿÿÿÿÿÿÿÿÿÿÿÿÿÿÿÿÿÿÿÿÿÿ',
+  'Bearer svc_test_abcdefghijklmnopqrstuvwxyz a b',
+  'Basic',
+  'Basic !!!!',
+  `Basic ${Buffer.from('svc').toString('base64')}`,
+  `Basic ${Buffer.from(':svc_live_abcdefghijklmnopqrstuvwxyz').toString('base64')}`,
+  'Digest username="x"',
+  'bearer svc_live_abcdefghijklmnopqrstuvwxyz',
+];
+
 /** Path ids, substituted for each placeholder. */
 const IDS = ['%00', '__proto__', 'constructor', 'toString', '..%2f..%2fetc', 'x'.repeat(2000), '%F0%9F%92%A9', '-1', '1e400'];
 
@@ -164,11 +180,11 @@ interface Answer {
   body: unknown;
 }
 
-function send(base: string, method: string, p: string, token: string | null, raw?: string, type?: string): Promise<Answer> {
+function send(base: string, method: string, p: string, authorization: string | null, raw?: string, type?: string): Promise<Answer> {
   const url = new URL(base + p);
   return new Promise((resolve, reject) => {
     const headers: Record<string, string | number> = {};
-    if (token) headers.authorization = `Bearer ${token}`;
+    if (authorization !== null) headers.authorization = authorization;
     if (raw !== undefined) {
       headers['content-length'] = Buffer.byteLength(raw);
       if (type !== '') headers['content-type'] = type ?? 'application/json';
@@ -198,7 +214,8 @@ describe('API fuzz: no 5xx and no writes for anything a client can send, on ever
   let t: Tenant;
   let admin: string;
   let inboxUrl: string;
-  let stopInbox: () => Promise<void>;
+  let guardedInboxUrl: string;
+  const stops: (() => Promise<void>)[] = [];
   const ids: Record<string, string> = {};
 
   /** The tenant's rows (and row counts), so a refused request can be shown to have written nothing. */
@@ -235,13 +252,20 @@ describe('API fuzz: no 5xx and no writes for anything a client can send, on ever
       },
     });
     ids.email = sent.body.id;
-    // The development inbox's pages, open as on loopback, in front of a real inbox.
-    const served = await inboxApp(env, { adminOnly: false });
-    inboxUrl = served.url;
-    stopInbox = () => served.stop();
+    // The development inbox's pages in front of a real inbox: open (as on loopback) and guarded (beyond).
+    const open = await inboxApp(env, { adminOnly: false });
+    const guarded = await inboxApp(env, { adminOnly: true });
+    inboxUrl = open.url;
+    guardedInboxUrl = guarded.url;
+    stops.push(
+      () => open.stop(),
+      () => guarded.stop(),
+    );
   });
 
-  after(async () => stopInbox?.());
+  after(async () => {
+    for (const stop of stops) await stop();
+  });
 
   it('covers every route the API declares', () => {
     const norm = (r: Route) => `${r.method} ${r.path.replace(/:[a-z_]+/g, ':x')}`;
@@ -251,12 +275,23 @@ describe('API fuzz: no 5xx and no writes for anything a client can send, on ever
   it('answers every shape with a catalogued 4xx (or 2xx where the input is ignored), and a refusal writes nothing', async () => {
     const failures: string[] = [];
     let requests = 0;
-    const check = async (r: Route, p: string, raw?: string, type?: string, label = '') => {
-      const base = r.path.startsWith('/inbox') ? inboxUrl : env.url;
+    const check = async (
+      r: Route,
+      p: string,
+      raw?: string,
+      type?: string,
+      label = '',
+      base = r.path.startsWith('/inbox') ? inboxUrl : env.url,
+      auth?: string | null,
+    ) => {
       const before = await fingerprint();
-      const a = await send(base, r.method, p, r.path === '/health' || r.path.startsWith('/inbox') ? null : admin, raw, type);
+      const token = auth !== undefined ? auth : r.path === '/health' || r.path.startsWith('/inbox') ? null : `Bearer ${admin}`;
+      const a = await send(base, r.method, p, token, raw, type);
       requests++;
       const where = `${r.method} ${p.slice(0, 120)} [${label}] → ${a.status} ${JSON.stringify(a.body).slice(0, 200)}`;
+      // Sent without a key: reaching a handler around its middleware would answer anything but these.
+      if (label === 'case' && ![401, 404, 405].includes(a.status))
+        return void failures.push(`${where} (another case reached a handler unguarded)`);
       if (a.status >= 500 || a.status === 0) return void failures.push(where);
       if (a.status === 429) return void failures.push(`${where} (rate limited: the shape never reached validation)`);
       if (a.status >= 400) {
@@ -274,6 +309,26 @@ describe('API fuzz: no 5xx and no writes for anything a client can send, on ever
       for (const q of QUERIES) await check(r, `${real}?${q}`, undefined, undefined, q.slice(0, 40));
       for (const p of odd) await check(r, p, undefined, undefined, 'odd id');
       if (r.body) for (const b of BODIES) await check(r, real, b.raw, b.type, b.name);
+      // Routing is case-sensitive: no other case of a path reaches a handler (or skips its middleware).
+      for (const p of [
+        real.toUpperCase(),
+        real.replace(/\/([a-z])/g, (_, c: string) => `/${c.toUpperCase()}`),
+        real.replace(/[a-z]+$/, (w) => w.toUpperCase()),
+      ]) {
+        if (p === real) continue;
+        await check(r, p, r.body ? '{}' : undefined, undefined, 'case', undefined, null);
+        if (r.path.startsWith('/inbox')) await check(r, p, undefined, undefined, 'case', guardedInboxUrl, null);
+      }
+      for (const header of AUTHORIZATIONS)
+        await check(r, real, r.body ? '{}' : undefined, undefined, `authorization ${header.slice(0, 20)}`, undefined, header);
+      if (r.path.startsWith('/inbox')) {
+        // Beyond loopback: without a key 401, with a SEND key 403, with the ADMIN key the page; all shapes again.
+        for (const q of QUERIES.slice(0, 8))
+          await check(r, `${real}?${q}`, undefined, undefined, `guarded ${q}`, guardedInboxUrl, `Bearer ${admin}`);
+        for (const p of odd) await check(r, p, undefined, undefined, 'guarded odd id', guardedInboxUrl, `Bearer ${admin}`);
+        for (const header of AUTHORIZATIONS)
+          await check(r, real, undefined, undefined, `guarded ${header.slice(0, 20)}`, guardedInboxUrl, header);
+      }
     }
     assert.deepEqual(failures, [], `${failures.length} of ${requests} requests failed`);
     assert.ok(requests > 500, `only ${requests} requests`);

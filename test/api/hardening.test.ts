@@ -64,6 +64,29 @@ describe('API hardening: one mailbox per address, media types, container attachm
     assert.equal(got.envelopeFrom, `billing@${t.domain}`);
   });
 
+  it('names no suppressed recipient in To or Cc: headers name only envelope recipients', async () => {
+    const subject = `suppressed-header-${Date.now()}`;
+    const blocked = `blocked-${Date.now()}@example.com`;
+    await env.service.db.orm.em
+      .fork()
+      .getConnection()
+      .execute(
+        `insert into suppressions (id, organization_id, email, reason, created_at) values (gen_random_uuid(), ?, ?, 'manual', now())`,
+        [t.orgId, blocked],
+      );
+    const res = await t.call('POST', '/api/v1/emails', {
+      body: { from: `app@${t.domain}`, to: ['kept@example.com'], cc: [`Blocked <${blocked.toUpperCase()}>`], subject, text: 't' },
+    });
+    assert.deepEqual(res.body.suppressed, [blocked.toUpperCase()]);
+    const got = await waitFor(async () => env.sink.received.find((m) => m.parsed.subject === subject), 'delivery');
+    assert.deepEqual(got.envelopeTo, ['kept@example.com']);
+    assert.deepEqual(
+      [...mailboxes(got.parsed.to), ...mailboxes(got.parsed.cc)].map((m) => m.address),
+      ['kept@example.com'],
+    );
+    assert.ok(!got.raw.toString('utf8').toLowerCase().includes(blocked), 'the suppressed address is nowhere in the message');
+  });
+
   it('reads media types case-insensitively and refuses a charset other than UTF-8', async () => {
     const body = JSON.stringify({ from: `app@${t.domain}`, to: 'x@example.com', subject: 'media', text: 't' });
     for (const type of ['APPLICATION/JSON', 'application/json; charset=UTF-8', 'Application/Json;Charset="utf-8"']) {

@@ -190,6 +190,27 @@ describe('API: keys (create, list, rotate, revoke) and their rules', function ()
     );
   });
 
+  it('concurrent rotations: each answers a working token or 409 rotation_conflict, and no token is lost', async () => {
+    const created = await t.call('POST', '/api/v1/keys', {
+      as: 'admin',
+      body: { name: 'racing', permission: 'send', mode: 'live', rate_limit: 100 },
+    });
+    const rs = await Promise.all(
+      Array.from({ length: 5 }, () => t.call('POST', `/api/v1/keys/${created.body.id}/rotate`, { as: 'admin' })),
+    );
+    assert.ok(rs.some((r) => r.status === 200));
+    for (const r of rs) {
+      if (r.status === 200) assert.equal((await sendWith(r.body.token)).status, 200);
+      else assert.deepEqual([r.status, r.body.error.code], [409, 'rotation_conflict']);
+    }
+    assert.equal((await sendWith(created.body.token)).status, 200, 'the original token keeps its 24 hours');
+    const current = await env.service.db.orm.em
+      .fork()
+      .getConnection()
+      .execute(`select count(*)::int as n from api_key_tokens where api_key_id = ? and expires_at is null`, [created.body.id]);
+    assert.equal(current[0].n, 1, 'one current token');
+  });
+
   it('revokes at once, for the current and the rotated-out token; a revoked key cannot rotate', async () => {
     const created = await t.call('POST', '/api/v1/keys', {
       as: 'admin',

@@ -128,6 +128,18 @@ describe('API: per-key rate limits', function () {
     assert.equal((await batch()).status, 200);
   });
 
+  it('a batch refused for its rate counts as one request, not its reservation of 100', async () => {
+    const token = await newKey();
+    const batch = () => request(env.url, 'POST', '/api/v1/emails/batch', { token, body: [item(1)] });
+    const rs = await inOneSecond(async () => {
+      const out = [await list(env.url, token), await batch()];
+      for (let i = 0; i < 9; i++) out.push(await list(env.url, token));
+      return out;
+    });
+    // 1 request, 1 refused batch, then 8 more fit under the cap of 10; the 9th does not.
+    assert.deepEqual(statuses(rs), [200, 429, 200, 200, 200, 200, 200, 200, 200, 200, 429]);
+  });
+
   it('a 4-item batch costs 4: 6 more requests fit in the same second', async () => {
     const token = await newKey();
     const rs = await inOneSecond(async () => {

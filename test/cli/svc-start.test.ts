@@ -5,6 +5,7 @@ import { tempDir } from '../support/pg';
 import { runSvc, freePort, waitHealthy, svcJson } from '../support/child';
 import { request } from '../support/http';
 import { waitFor } from '../support/wait';
+import { SmtpSink } from '../support/sink';
 
 describe('svc start (what npm start runs) and the svc commands, on embedded defaults', function () {
   this.timeout(240_000);
@@ -112,13 +113,18 @@ describe('svc start (what npm start runs) and the svc commands, on embedded defa
     assert.equal(await again.exited, 0);
   });
 
-  it('with NODE_ENV=production prints no token, even on the first run, and says how to make a key', async () => {
+  it('with NODE_ENV=production needs SMTP_URL, prints no token, even on the first run, and says how to make a key', async () => {
     const dataDir = tempDir('svc-prod');
     const port = await freePort();
+    const noRelay = runSvc(['start'], { DATA_DIR: tempDir('svc-prod-norelay'), PORT: String(port), NODE_ENV: 'production' });
+    assert.equal(await noRelay.exited, 1);
+    assert.match(noRelay.output(), /SMTP_URL is required with NODE_ENV=production/);
+    const sink = new SmtpSink();
+    const smtpUrl = await sink.start();
     const child = runSvc(['start'], {
       DATA_DIR: dataDir,
       PORT: String(port),
-      DEV_SMTP_PORT: '0',
+      SMTP_URL: smtpUrl,
       NODE_ENV: 'production',
       LOG_LEVEL: 'info',
     });
@@ -139,9 +145,11 @@ describe('svc start (what npm start runs) and the svc commands, on embedded defa
         },
       );
       assert.equal((await request(base, 'GET', '/api/v1/organization', { token: key.token })).body.plan, 'standard');
+      assert.equal((await request(base, 'GET', '/inbox')).status, 404, 'no development inbox in production');
     } finally {
       child.proc.kill('SIGINT');
       await child.exited;
+      await sink.stop();
     }
   });
 });

@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { Client } from 'pg';
 import { newDatabase, tempDir } from '../support/pg';
 import { SmtpSink } from '../support/sink';
@@ -95,18 +98,31 @@ describe('Engine: each process is its own executor; a dead one’s work is taken
     assert.equal(await b.child.exited, 0);
   });
 
-  it('refuses a WORKER_ID that a running process holds', async () => {
+  it('a second process on the same data folder runs under a fresh id; a WORKER_ID a running process holds is refused', async () => {
     const databaseUrl = await newDatabase('svc_worker_id');
-    const env = { DATABASE_URL: databaseUrl, SMTP_URL: `smtp://127.0.0.1:${sink.port}`, WORKER_ID: 'api-1', DEV_SMTP_PORT: '0' };
-    const port = await freePort();
-    const first = runSvc(['start'], { ...env, PORT: String(port), DATA_DIR: tempDir('svc-wid') });
-    children.push(first);
-    await waitHealthy(`http://127.0.0.1:${port}`, first);
-    const second = runSvc(['start'], { ...env, PORT: String(await freePort()), DATA_DIR: tempDir('svc-wid') });
-    children.push(second);
-    assert.equal(await second.exited, 1);
-    assert.match(second.output(), /WORKER_ID api-1 is held by a running process/);
-    first.proc.kill('SIGINT');
-    assert.equal(await first.exited, 0);
+    const env = { DATABASE_URL: databaseUrl, SMTP_URL: `smtp://127.0.0.1:${sink.port}`, DEV_SMTP_PORT: '0' };
+    const dataDir = tempDir('svc-wid');
+    const started = async (extra: Record<string, string>) => {
+      const port = await freePort();
+      const child = runSvc(['start'], { ...env, PORT: String(port), DATA_DIR: dataDir, ...extra });
+      children.push(child);
+      await waitHealthy(`http://127.0.0.1:${port}`, child);
+      await waitFor(async () => child.output().includes('Ctrl-C'), 'banner');
+      return { child, id: /executor (\S+)/.exec(child.output())![1] };
+    };
+    const first = await started({});
+    const kept = fs.readFileSync(path.join(dataDir, `worker-id.${os.hostname()}`), 'utf8').trim();
+    assert.equal(first.id, kept, 'the first process runs under the id kept in its data folder');
+    const second = await started({});
+    assert.notEqual(second.id, kept);
+    assert.match(second.child.output(), /held by a running process; this process runs under a fresh one/);
+    const third = runSvc(['start'], { ...env, PORT: String(await freePort()), DATA_DIR: tempDir('svc-wid'), WORKER_ID: kept });
+    children.push(third);
+    assert.equal(await third.exited, 1);
+    assert.match(third.output(), new RegExp(`WORKER_ID ${kept} is held by a running process`));
+    for (const c of [first.child, second.child]) {
+      c.proc.kill('SIGINT');
+      assert.equal(await c.exited, 0);
+    }
   });
 });
