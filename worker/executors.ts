@@ -5,7 +5,8 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Orm } from '../db/orm';
 import { pidAlive } from '../db/embedded-postgres';
-import { claimWorker, readWorker } from '../db/sql/claim-worker';
+import { claimWorker } from '../db/sql/claim-worker';
+import { readWorker } from '../db/sql/read-worker';
 import { renewWorker } from '../db/sql/renew-worker';
 import { takeOverDeadWorkers } from '../db/sql/take-over-dead-workers';
 import { Poller } from './poller';
@@ -108,7 +109,7 @@ export async function claimExecutor(opts: ExecutorOptions): Promise<Executor> {
   const host = machine();
   const pid = process.pid;
   const tryClaim = async (id: string): Promise<boolean> => {
-    const holder = await readWorker(orm, id, deadAfterSeconds);
+    const holder = await readWorker(orm, id);
     // A pid of this very machine, boot and PID namespace that no longer runs is dead for sure.
     const deadPid = holder && holder.host === host && holder.pid !== pid && !pidAlive(holder.pid) ? holder.pid : -1;
     return claimWorker(orm, id, host, pid, deadAfterSeconds, deadPid);
@@ -116,7 +117,7 @@ export async function claimExecutor(opts: ExecutorOptions): Promise<Executor> {
 
   let id = opts.configuredId ?? keptId(opts.dataDir, os.hostname());
   if (!(await tryClaim(id))) {
-    const holder = await readWorker(orm, id, deadAfterSeconds);
+    const holder = await readWorker(orm, id);
     if (opts.configuredId) {
       throw new Error(
         `WORKER_ID ${id} is held by a running process (pid ${holder?.pid} on ${holder?.host}); give each process its own WORKER_ID`,

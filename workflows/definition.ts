@@ -29,9 +29,7 @@ export interface WorkflowDef<I = never, R = unknown, A extends object = object> 
 export const defineWorkflow = <I, R, A extends object>(def: WorkflowDef<I, R, A>): WorkflowDef<I, R, A> => def;
 
 /** A definition of any workflow, as engines hold them. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyWorkflowDef = WorkflowDef<any, any, any>;
 
 /** A definition whose runs take input `I`, whatever its result and activities. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type StartableDef<I> = WorkflowDef<I, any, any>;

@@ -66,7 +66,7 @@ export function emailRoutes(deps: EmailRoutesDeps): Router<ApiState> {
       if (!ctx.state.charge) await authenticateRequest(orm, ctx, credentials(ctx).tokenHash, 1, false);
       throw err;
     }
-    const [result] = await acceptEmails(accept, credentials(ctx), [prepared], { cost: 1, batch: false });
+    const [result] = await acceptEmails(accept, credentials(ctx), [prepared], { cost: 1 });
     if (result instanceof ServiceError) throw result;
     if (result.replayed) ctx.set('Idempotent-Replayed', 'true');
     ctx.body = { id: result.id, ...(result.suppressed.length ? { suppressed: result.suppressed } : {}) };
@@ -104,7 +104,7 @@ export function emailRoutes(deps: EmailRoutesDeps): Router<ApiState> {
         accept,
         credentials(ctx),
         ok.map((o) => o.prepared),
-        { cost, batch: true, prepaid: true },
+        { cost: 0, prepaid: true },
       );
       let next = 0;
       ctx.body = {

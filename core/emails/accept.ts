@@ -26,10 +26,9 @@ export interface AcceptDeps {
 }
 
 export interface AcceptOptions {
-  /** What the request costs against the key's rate limit. */
+  /** What the store statement charges the key's window (one per single send; 0 when prepaid). */
   cost: number;
-  batch: boolean;
-  /** The request already paid its cost (a batch's reservation): the store statement charges nothing. */
+  /** The request already paid (a batch's reservation): admitted without a charge. */
   prepaid?: boolean;
 }
 
@@ -101,15 +100,14 @@ export async function acceptEmails(
 
   const row = await deps.store.store({
     tokenHash: credentials.tokenHash,
-    cost: opts.prepaid ? 0 : opts.cost,
-    batch: opts.batch,
+    cost: opts.cost,
     prepaid: opts.prepaid ?? false,
     emails,
     recipients,
     attachments,
   });
   if (!row.known || row.organizationId === null) throw invalidKey();
-  if (!row.admitted) throw rateLimited(row.rateLimit, opts.batch);
+  if (!row.admitted) throw rateLimited(row.rateLimit, false);
 
   let wake = false;
   for (const s of row.stored) {

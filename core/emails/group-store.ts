@@ -6,7 +6,6 @@ import { storeEmails, type StoreParams, type StoreResult, type StoreRow } from '
 export interface StoreRequest {
   tokenHash: string;
   cost: number;
-  batch: boolean;
   /** Charged before (a batch's reservation): admitted without a charge. */
   prepaid: boolean;
   emails: StoreRow<'id'>[];
@@ -115,7 +114,7 @@ export class GroupStore {
     });
     this.statements++;
     const row = await storeEmails(this.orm, {
-      requests: requests.map((r, req) => ({ req, token_hash: r.tokenHash, cost: r.cost, batch: r.batch, prepaid: r.prepaid })),
+      requests: requests.map((r, req) => ({ req, token_hash: r.tokenHash, cost: r.cost, prepaid: r.prepaid })),
       emails,
       recipients,
       attachments: requests.flatMap((r) => r.attachments),

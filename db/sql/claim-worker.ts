@@ -1,26 +1,6 @@
 import type { Orm } from '../orm';
 import { runPrepared, type PreparedStatement } from '../prepared';
 
-export interface WorkerRow {
-  id: string;
-  host: string;
-  pid: number;
-  heartbeat_at: Date;
-  /** The row's heartbeat is older than the dead-after span. */
-  stale: boolean;
-}
-
-const READ_WORKER: PreparedStatement = {
-  name: 'read_worker_v1',
-  text: `select id, host, pid, heartbeat_at, heartbeat_at < now() - make_interval(secs => $2::float8) as stale from workers where id = $1`,
-};
-
-/** Who holds an executor id now, if anyone. $1 id, $2 dead-after seconds. */
-export async function readWorker(orm: Orm, id: string, deadAfterSeconds: number): Promise<WorkerRow | null> {
-  const [row] = await runPrepared<WorkerRow>(orm, READ_WORKER, [id, deadAfterSeconds]);
-  return row ?? null;
-}
-
 /**
  * Takes an executor id for this process: free, or held by a process known to be dead (its
  * heartbeat stale, or the caller saw that the holding pid on this very host no longer runs).

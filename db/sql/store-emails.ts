@@ -24,7 +24,7 @@ export interface StoreResult {
 /**
  * Authenticates a group of send requests, charges their keys and stores their messages, in one
  * statement and one commit (see core/emails/group-store.ts). Parameters, each a JSON array:
- * $1 requests {req, token_hash, cost, batch, prepaid}, $2 messages (each with its request's
+ * $1 requests {req, token_hash, cost, prepaid}, $2 messages (each with its request's
  * `req`), $3 recipients, $4 attachments.
  *
  * Keys and rates (spec, Limits; the rule itself is in rate-window.ts):
@@ -52,9 +52,9 @@ export interface StoreResult {
  */
 const STORE_EMAILS_SQL = `
 with q as (
-  select * from jsonb_to_recordset($1::jsonb) as x(req int, token_hash text, cost int, batch boolean, prepaid boolean)
+  select * from jsonb_to_recordset($1::jsonb) as x(req int, token_hash text, cost int, prepaid boolean)
 ), k as (
-  select q.req, q.cost, q.batch, q.prepaid, a.id, a.organization_id, a.mode, a.domain_ids, ${capOf('a.rate_limit')} as cap
+  select q.req, q.cost, q.prepaid, a.id, a.organization_id, a.mode, a.domain_ids, ${capOf('a.rate_limit')} as cap
     from q cross join lateral (select a.* from ${keyForToken('q.token_hash')}) a
 ), kc as (
   select id, sum(cost)::int as n from k group by id
@@ -65,7 +65,8 @@ with q as (
   select k.*, coalesce(c.used, 0) - kc.n + sum(k.cost) over (partition by k.id order by k.req) as used_after
     from k join kc on kc.id = k.id left join charged c on c.api_key_id = k.id
 ), p as (
-  select upto.*, (prepaid or ${admits('(used_after - cost)', 'cost', 'cap', 'batch')}) as admitted from upto
+  -- Single sends only (a batch reserved before its body was read, so it comes prepaid).
+  select upto.*, (prepaid or ${admits('(used_after - cost)', 'cost', 'cap', 'false')}) as admitted from upto
 ), m as (
   select x.*, p.organization_id as org, p.id as api_key, p.mode, d.id as domain_id, d.name as domain_name, d.stream
     from jsonb_to_recordset($2::jsonb) as x(
@@ -124,13 +125,13 @@ select coalesce((select json_agg(json_build_object('req', q.req, 'known', p.req 
                    'code', case when m.domain_id is null then 'domain_not_verified' else 'stream_mismatch' end))
                    from m where m.domain_id is null or (m.bulk and m.stream <> 'bulk')), '[]') as refused`;
 
-const STORE_EMAILS: PreparedStatement = { name: 'store_emails_v6', text: STORE_EMAILS_SQL };
+const STORE_EMAILS: PreparedStatement = { name: 'store_emails_v7', text: STORE_EMAILS_SQL };
 
 /** A row for one of the statement's JSON arrays, columns named as in the statement. */
 export type StoreRow<Key extends string> = Record<Key, string> & Record<string, unknown>;
 
 export interface StoreParams {
-  requests: { req: number; token_hash: string; cost: number; batch: boolean; prepaid: boolean }[];
+  requests: { req: number; token_hash: string; cost: number; prepaid: boolean }[];
   emails: StoreRow<'id'>[];
   recipients: StoreRow<'email_id'>[];
   attachments: StoreRow<'email_id'>[];

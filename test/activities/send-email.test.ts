@@ -66,7 +66,7 @@ describe('Activities: SendEmail against the real database', function () {
       { orm, dispatch: () => undefined, store: new GroupStore(orm, pino({ level: 'silent' })) },
       { tokenHash: keys[mode] },
       [prepared],
-      { cost: 1, batch: false },
+      { cost: 1 },
     );
     assert.ok(!(r instanceof ServiceError), String(r));
     return r.id;

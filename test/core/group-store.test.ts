@@ -35,7 +35,7 @@ describe('GroupStore: concurrent sends share one statement, and each is answered
       { orm, dispatch: () => undefined, store },
       { tokenHash: key },
       [prepareEmail({ from, to, subject: 's', text: 't' }, { inBatch: false, now: new Date() })],
-      { cost: 1, batch: false },
+      { cost: 1 },
     ).then(
       ([r]) => r,
       (err: unknown) => err,
@@ -84,7 +84,6 @@ describe('GroupStore: concurrent sends share one statement, and each is answered
       .store({
         tokenHash: a.key,
         cost: 1,
-        batch: false,
         prepaid: false,
         emails: [
           {

@@ -72,7 +72,7 @@ describe('Outbox: it holds the backlog and starts workflows as the engine has ro
         { orm, dispatch: () => undefined, store: new GroupStore(orm, pino({ level: 'silent' })) },
         { tokenHash: keys[mode] },
         [prepared],
-        { cost: 1, batch: false },
+        { cost: 1 },
       );
       assert.ok(!(r instanceof ServiceError), String(r));
       ids.push(r.id);
