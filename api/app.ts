@@ -14,6 +14,9 @@ import { domainRoutes, type DomainRoutesDeps } from './domains/routes';
 import { auditLogRoutes } from './audit-log/routes';
 import { organizationRoutes } from './organization/routes';
 import { inboxRoutes } from './inbox/routes';
+import { contactRoutes } from './contacts/routes';
+import { topicRoutes } from './topics/routes';
+import { segmentRoutes } from './segments/routes';
 
 export interface AppDeps {
   orm: Orm;
@@ -53,6 +56,9 @@ export function createApp(deps: AppDeps): Koa<ApiState> {
   api.use(domainRoutes(deps).routes());
   api.use(organizationRoutes(deps).routes());
   api.use(auditLogRoutes(deps).routes());
+  api.use(contactRoutes(deps).routes());
+  api.use(topicRoutes(deps).routes());
+  api.use(segmentRoutes(deps).routes());
   app.use(api.routes());
 
   const routed = [root, api];

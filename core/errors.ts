@@ -9,11 +9,11 @@ export const ERRORS = {
   missing_api_key: { status: 401, when: 'No `Authorization: Bearer ...` header.' },
   invalid_api_key: { status: 401, when: 'Unknown, malformed, revoked or expired key.' },
   forbidden: { status: 403, when: "The key's permission tier is too low (SEND < FULL < ADMIN)." },
-  test_key_not_allowed: { status: 403, when: 'Test key on an ADMIN endpoint.' },
+  test_key_not_allowed: { status: 403, when: 'Test key on an ADMIN endpoint, or writing contacts and subscriptions.' },
   admin_key_not_mintable: { status: 403, when: '`POST /keys` with `permission: admin`, or rotating an ADMIN key.' },
   forbidden_domain: {
     status: 403,
-    when: 'A domain-restricted key minting an unrestricted key, granting a domain it does not hold, adding or deleting a domain.',
+    when: 'A domain-restricted key minting an unrestricted key, granting a domain it does not hold, adding or deleting a domain, listing or deleting contacts.',
   },
   not_found: {
     status: 404,
@@ -23,6 +23,7 @@ export const ERRORS = {
   method_not_allowed: { status: 405, when: 'Known path, other method; `Allow` lists the methods.' },
   not_cancelable: { status: 409, when: 'Cancel after pick-up, or of a message in a final state.' },
   domain_exists: { status: 409, when: '`POST /domains` with a name the organization already has (case and a trailing dot ignored).' },
+  topic_exists: { status: 409, when: '`POST /topics` with a slug the organization already has.' },
   key_revoked: { status: 409, when: 'Rotating a revoked key.' },
   rotation_conflict: { status: 409, when: 'Rotating a key that another rotation superseded at the same moment.' },
   payload_too_large: { status: 413, when: 'Body over `MAX_BODY_BYTES` (40 MiB by default).' },
@@ -34,6 +35,10 @@ export const ERRORS = {
   reserved_header: { status: 422, when: 'A reserved header name in `headers`.' },
   attachments_not_in_batch: { status: 422, when: 'Any item of a batch carries `attachments`: the whole batch is refused.' },
   invalid_cursor: { status: 422, when: 'A list cursor that is not a `next_cursor` we issued.' },
+  unknown_topic: {
+    status: 422,
+    when: 'A topic slug that breaks the slug rule (contact upsert), or names no topic of the organization (subscriptions, segment filters, list filters).',
+  },
   stream_mismatch: { status: 422, when: 'A bulk kind sent from a transactional-stream domain.' },
   domain_not_verified: {
     status: 422,

@@ -7,6 +7,9 @@ import { EmailEventSchema } from './email-event';
 import { AttachmentSchema } from './attachment';
 import { SuppressionSchema } from './suppression';
 import { AuditEntrySchema } from './audit-entry';
+import { ContactSchema, SubscriptionSchema } from './contact';
+import { TopicSchema } from './topic';
+import { SegmentSchema } from './segment';
 
 export * from './organization';
 export * from './domain';
@@ -17,6 +20,9 @@ export * from './email-event';
 export * from './attachment';
 export * from './suppression';
 export * from './audit-entry';
+export * from './contact';
+export * from './topic';
+export * from './segment';
 
 export const entities = [
   OrganizationSchema,
@@ -29,4 +35,8 @@ export const entities = [
   AttachmentSchema,
   SuppressionSchema,
   AuditEntrySchema,
+  ContactSchema,
+  SubscriptionSchema,
+  TopicSchema,
+  SegmentSchema,
 ];

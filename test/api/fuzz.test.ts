@@ -15,7 +15,7 @@ import { inboxApp } from '../support/inbox-app';
  */
 interface Route {
   method: string;
-  /** With :email, :key, :domain, :id placeholders. */
+  /** With :email, :key, :domain, :contact, :topic, :segment, :id placeholders. */
   path: string;
   /** Reads a JSON body. */
   body?: boolean;
@@ -41,6 +41,20 @@ const ROUTES: Route[] = [
   { method: 'GET', path: '/api/v1/organization' },
   { method: 'PATCH', path: '/api/v1/organization', body: true },
   { method: 'GET', path: '/api/v1/audit-log' },
+  { method: 'POST', path: '/api/v1/contacts', body: true },
+  { method: 'GET', path: '/api/v1/contacts' },
+  { method: 'GET', path: '/api/v1/contacts/:contact' },
+  { method: 'POST', path: '/api/v1/contacts/:contact/subscriptions', body: true },
+  { method: 'DELETE', path: '/api/v1/contacts/:contact' },
+  { method: 'POST', path: '/api/v1/topics', body: true },
+  { method: 'GET', path: '/api/v1/topics' },
+  { method: 'GET', path: '/api/v1/topics/:topic' },
+  { method: 'PATCH', path: '/api/v1/topics/:topic', body: true },
+  { method: 'DELETE', path: '/api/v1/topics/:topic' },
+  { method: 'POST', path: '/api/v1/segments', body: true },
+  { method: 'GET', path: '/api/v1/segments' },
+  { method: 'GET', path: '/api/v1/segments/:segment' },
+  { method: 'DELETE', path: '/api/v1/segments/:segment' },
   { method: 'GET', path: '/inbox' },
   { method: 'GET', path: '/inbox/messages.json' },
   { method: 'GET', path: '/inbox/:id' },
@@ -122,6 +136,18 @@ const BODIES: { name: string; raw: string; type?: string }[] = [
   {
     name: 'wrong types',
     raw: '{"from":["a@x.test"],"to":{"a":1},"subject":1,"html":false,"headers":[],"tags":"x","attachments":{},"name":[],"permission":{},"domain_ids":"x","stream":1}',
+  },
+  {
+    name: 'audience shapes with prototype keys',
+    raw: '{"email":"__proto__@x.test","properties":{"__proto__":{"x":1},"constructor":"c"},"topics":["__proto__","constructor"],"topic":"__proto__","state":"subscribed","slug":"__proto__","filter":{"all":[{"__proto__":{"status":"SUBSCRIBED"}}]},"subscriptions":[{"__proto__":{}}]}',
+  },
+  {
+    name: 'audience values at the extremes',
+    raw: `{"email":"a@x.test","properties":{"n":1e400,"m":-1e400,"big":99999999999999999999999,"s":"\\ud800","nul":"a\\u0000"},"first_name":"\\udfff","filter":{"all":[${'{"status":"SUBSCRIBED"},'.repeat(30)}{"status":"SUBSCRIBED"}]},"name":"x"}`,
+  },
+  {
+    name: 'audience nesting within the depth limit',
+    raw: `{"email":"a@x.test","properties":${deep('{"a":', '1', '}', 60)},"filter":${deep('{"all":[', '1', ']}', 30)},"subscriptions":${deep('[', '1', ']', 60)}}`,
   },
   { name: 'a scalar', raw: '"text"' },
   { name: 'null', raw: 'null' },
@@ -229,8 +255,13 @@ describe('API fuzz: no 5xx and no writes for anything a client can send, on ever
             union all select row_to_json(d)::text from domains d where d.organization_id = ?
             union all select row_to_json(k)::text from api_keys k where k.organization_id = ?
             union all select row_to_json(t)::text from api_key_tokens t join api_keys k on k.id = t.api_key_id where k.organization_id = ?
+            union all select row_to_json(c)::text from contacts c where c.organization_id = ?
+            union all select row_to_json(s)::text from subscriptions s join contacts c on c.id = s.contact_id where c.organization_id = ?
+            union all select row_to_json(tp)::text from topics tp where tp.organization_id = ?
+            union all select row_to_json(sg)::text from segments sg where sg.organization_id = ?
+            union all select row_to_json(a)::text from automation_triggers a where a.organization_id = ?
           ) r), '')) || ':' || (select count(*) from emails where organization_id = ?) || ':' || (select count(*) from audit_log where organization_id = ?) as f`,
-        Array(6).fill(t.orgId),
+        Array(11).fill(t.orgId),
       );
     return row.f;
   }
@@ -252,6 +283,15 @@ describe('API fuzz: no 5xx and no writes for anything a client can send, on ever
       },
     });
     ids.email = sent.body.id;
+    ids.topic = 'fuzz-topic';
+    await t.call('POST', '/api/v1/topics', { as: 'admin', body: { slug: ids.topic, name: 'Fuzz' } });
+    ids.contact = (await t.call('POST', '/api/v1/contacts', { body: { email: 'fuzz@people.example', topics: [ids.topic] } })).body.id;
+    ids.segment = (
+      await t.call('POST', '/api/v1/segments', {
+        as: 'admin',
+        body: { name: 'Fuzz', filter: { all: [{ topic: ids.topic, state: 'SUBSCRIBED' }] } },
+      })
+    ).body.id;
     // The development inbox's pages in front of a real inbox: open (as on loopback) and guarded (beyond).
     const open = await inboxApp(env, { adminOnly: false });
     const guarded = await inboxApp(env, { adminOnly: true });

@@ -1,0 +1,113 @@
+import type Router from '@koa/router';
+import type { Orm } from '../../db/orm';
+import { Segment } from '../../db/entities';
+import { isUuid } from '../../db/ids';
+import { listContacts } from '../../db/sql/list-contacts';
+import { readContact } from '../../db/sql/read-contact';
+import { deleteContact } from '../../db/sql/delete-contact';
+import type { AuthState } from '../../core/auth';
+import { ServiceError, notFound, validationError } from '../../core/errors';
+import { contactRef } from '../../core/contacts/lookup';
+import { parseContactUpsert, parseSubscriptionChanges } from '../../core/contacts/schema';
+import { upsertContact } from '../../core/contacts/upsert';
+import { changeSubscriptions } from '../../core/contacts/subscriptions';
+import { resolveConditions } from '../../core/segments/filter';
+import type { AudienceCondition } from '../../db/sql/audience-conditions';
+import { requirePermission } from '../middleware/auth';
+import { readJsonBody } from '../middleware/json-body';
+import { apiRouter, auth, type ApiState } from '../state';
+import { validateQuery } from '../validate';
+import { decodeCursor, encodeCursor } from '../cursor';
+import { audit } from '../audit';
+import { listContactsQuerySchema, type ListContactsQuery } from './schema';
+import { presentContact } from './present';
+
+/** Test keys read contacts but never write them (spec: Test mode). */
+function liveKey(a: AuthState): void {
+  if (a.key.mode === 'test') throw new ServiceError('test_key_not_allowed', 'test keys cannot write contacts or subscriptions');
+}
+
+/** Whole-audience operations (list, delete): FULL or higher, without a domain restriction. */
+function unrestricted(a: AuthState, what: string): void {
+  if (a.key.domainIds !== null) throw new ServiceError('forbidden_domain', `a domain-restricted key cannot ${what}`);
+}
+
+export function contactRoutes(deps: { orm: Orm; maxBodyBytes: number }): Router<ApiState> {
+  const router = apiRouter();
+  const { orm } = deps;
+  const full = requirePermission('full');
+
+  router.post('/contacts', async (ctx) => {
+    const a = auth(ctx);
+    liveKey(a);
+    const input = parseContactUpsert(await readJsonBody(ctx, deps.maxBodyBytes));
+    const { contact, created } = await upsertContact(orm, a, input);
+    ctx.status = created ? 201 : 200;
+    ctx.body = { ...presentContact(contact), created };
+  });
+
+  router.get('/contacts', full, async (ctx) => {
+    const a = auth(ctx);
+    unrestricted(a, 'list the whole audience');
+    const q: ListContactsQuery = validateQuery(listContactsQuerySchema, ctx.query);
+    if ((q.topic === undefined) !== (q.state === undefined))
+      throw validationError('topic and state filter together', [
+        { field: q.topic === undefined ? 'topic' : 'state', message: 'needs the other' },
+      ]);
+    const em = orm.em.fork();
+    const conditions: AudienceCondition[] = [];
+    if (q.status !== undefined) conditions.push({ status: q.status });
+    if (q.topic !== undefined)
+      conditions.push(...(await resolveConditions(em, a.organization.id, [{ topic: q.topic, state: q.state! }], true)));
+    if (q.segment_id !== undefined) {
+      const segment = isUuid(q.segment_id) ? await em.findOne(Segment, { id: q.segment_id, organizationId: a.organization.id }) : null;
+      if (!segment) throw notFound('segment');
+      conditions.push(...(await resolveConditions(em, a.organization.id, segment.filter.all, false)));
+    }
+    const limit = q.limit;
+    const rows = await listContacts(orm, {
+      organizationId: a.organization.id,
+      conditions,
+      emailPrefix: q.email?.trim().toLowerCase(),
+      after: q.cursor !== undefined ? decodeCursor(q.cursor) : undefined,
+      limit,
+    });
+    const page = rows.slice(0, limit);
+    const last = page.at(-1);
+    ctx.body = {
+      object: 'list',
+      data: page.map(presentContact),
+      ...(rows.length > limit && last ? { next_cursor: encodeCursor({ createdAt: last.created_at, id: last.id }) } : {}),
+    };
+  });
+
+  router.get('/contacts/:id', async (ctx) => {
+    const contact = await readContact(orm, auth(ctx).organization.id, contactRef(ctx.params.id));
+    if (!contact) throw notFound('contact');
+    ctx.body = presentContact(contact);
+  });
+
+  router.post('/contacts/:id/subscriptions', async (ctx) => {
+    const a = auth(ctx);
+    liveKey(a);
+    const ref = contactRef(ctx.params.id);
+    const changes = parseSubscriptionChanges(await readJsonBody(ctx, deps.maxBodyBytes));
+    ctx.body = presentContact(await changeSubscriptions(orm, a.organization.id, ref, changes));
+  });
+
+  router.delete('/contacts/:id', async (ctx) => {
+    const a = auth(ctx);
+    liveKey(a);
+    if (a.key.permission === 'send') throw new ServiceError('forbidden', 'deleting a contact needs a FULL key');
+    unrestricted(a, 'delete contacts');
+    const ref = contactRef(ctx.params.id);
+    await orm.em.fork().transactional(async (em) => {
+      const contact = await deleteContact(em, a.organization.id, ref);
+      if (!contact) throw notFound('contact');
+      audit(em, a, 'contact.deleted', { type: 'contact', id: contact.id }, { email: contact.email });
+      ctx.body = { ...presentContact(contact), deleted: true };
+    });
+  });
+
+  return router;
+}

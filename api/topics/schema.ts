@@ -1,0 +1,33 @@
+import * as yup from 'yup';
+import { SLUG_RE } from '../../core/contacts/rules';
+
+const NO_LINE_BREAKS = /^[^\r\n]*$/;
+const name = yup.string().strict().trim().min(1).max(200).matches(NO_LINE_BREAKS, 'name must not contain line breaks');
+
+export const createTopicSchema = yup
+  .object({
+    slug: yup
+      .string()
+      .strict()
+      .required('slug is required')
+      .matches(SLUG_RE, 'slug must be 1–64 characters of a-z 0-9 - _, starting with a letter or digit'),
+    /** Defaults to the slug, as for a topic created by a contact upsert. */
+    name,
+    /** Defaults to false: a contact is in a topic it never chose only when the topic says so. */
+    default_opt_in: yup.boolean().strict(),
+  })
+  .noUnknown(({ unknown }) => `unknown field(s): ${unknown}`)
+  .strict();
+
+export const updateTopicSchema = yup
+  .object({ name, default_opt_in: yup.boolean().strict() })
+  .noUnknown(({ unknown }) => `unknown field(s): ${unknown}`)
+  .strict();
+
+export const listQuerySchema = yup.object({
+  limit: yup.number().integer('limit must be an integer').min(1).max(100).default(25),
+  cursor: yup.string(),
+});
+
+export type CreateTopicBody = yup.InferType<typeof createTopicSchema>;
+export type UpdateTopicBody = yup.InferType<typeof updateTopicSchema>;

@@ -1,0 +1,137 @@
+import * as yup from 'yup';
+import type { ContactStatus, SubscriptionState } from '../../db/entities';
+import { validationError, type ErrorDetail } from '../errors';
+import { fromYup, isPlainObject } from '../validate';
+import {
+  CONTACT_STATUSES,
+  MAX_CONTACT_NAME,
+  MAX_TOPIC_CHANGES,
+  SLUG_RE,
+  SUBSCRIPTION_STATES,
+  contactEmail,
+  parseProperties,
+  unknownTopic,
+  type PropertyPatch,
+} from './rules';
+
+const upsertSchema = yup
+  .object({
+    email: yup.string().strict().required('email is required').max(320),
+    first_name: yup.string().strict().max(MAX_CONTACT_NAME).nullable(),
+    last_name: yup.string().strict().max(MAX_CONTACT_NAME).nullable(),
+    // Checked by parseProperties (yup would coerce or strip what the rules refuse).
+    properties: yup.mixed(),
+    status: yup
+      .string()
+      .strict()
+      .oneOf(CONTACT_STATUSES, `status must be one of: ${CONTACT_STATUSES.join(', ')}`),
+    topics: yup.array().strict().of(yup.string().strict().required()).max(MAX_TOPIC_CHANGES),
+  })
+  .noUnknown(({ unknown }) => `unknown field(s): ${unknown}`)
+  .strict();
+
+/** A contact upsert, checked: what the upsert statement writes. */
+export interface ContactUpsert {
+  email: string;
+  firstName?: string | null;
+  lastName?: string | null;
+  status?: ContactStatus;
+  properties: PropertyPatch;
+  /** Distinct slugs, sorted (writes lock topic rows in one order). */
+  topics: string[];
+}
+
+/**
+ * POST /contacts's body (spec: POST /contacts): every field rule as one 422 validation_error; then
+ * an invalid topic slug as 422 unknown_topic. Either way nothing has been written yet.
+ */
+export function parseContactUpsert(body: unknown): ContactUpsert {
+  if (!isPlainObject(body)) throw validationError('body must be a JSON object');
+  const details: ErrorDetail[] = [];
+  try {
+    upsertSchema.validateSync(body, { abortEarly: false });
+  } catch (e) {
+    if (!(e instanceof yup.ValidationError)) throw e;
+    details.push(...(fromYup(e).details ?? []));
+  }
+  const props = body.properties === undefined ? { patch: { set: {}, remove: [] }, details: [] } : parseProperties(body.properties);
+  details.push(...props.details);
+  let email = '';
+  if (typeof body.email === 'string' && body.email.length <= 320) {
+    try {
+      email = contactEmail(body.email);
+    } catch {
+      details.push({ field: 'email', message: 'email must be one email address (local@domain)' });
+    }
+  }
+  if (details.length) throw validationError(details.map((d) => d.message).join('; '), details);
+  const topics = [...new Set((body.topics as string[] | undefined) ?? [])].sort();
+  const invalid = topics.filter((s) => !SLUG_RE.test(s));
+  if (invalid.length) throw unknownTopic(invalid);
+  return {
+    email,
+    firstName: body.first_name as string | null | undefined,
+    lastName: body.last_name as string | null | undefined,
+    status: body.status as ContactStatus | undefined,
+    properties: props.patch,
+    topics,
+  };
+}
+
+export interface SubscriptionChange {
+  slug: string;
+  state: SubscriptionState;
+}
+
+const changeSchema = yup
+  .object({
+    topic: yup.string().strict().required('topic is required'),
+    state: yup
+      .string()
+      .strict()
+      .required('state is required')
+      .oneOf(SUBSCRIPTION_STATES, `state must be one of: ${SUBSCRIPTION_STATES.join(', ')}`),
+  })
+  .noUnknown(({ unknown }) => `unknown field(s): ${unknown}`)
+  .strict();
+
+const changesSchema = yup
+  .object({
+    subscriptions: yup
+      .array()
+      .strict()
+      .required()
+      .min(1, 'subscriptions needs at least one change')
+      .max(MAX_TOPIC_CHANGES, `at most ${MAX_TOPIC_CHANGES} changes per call`)
+      .of(changeSchema),
+  })
+  .noUnknown(({ unknown }) => `unknown field(s): ${unknown}`)
+  .strict();
+
+/**
+ * POST /contacts/:id/subscriptions's body: one change `{topic, state}` or `{subscriptions: [...]}`.
+ * A topic named twice is refused (which of two states was meant?); a slug that cannot be a topic
+ * is 422 unknown_topic here, one that could but does not exist is found by the statement.
+ */
+export function parseSubscriptionChanges(body: unknown): SubscriptionChange[] {
+  if (!isPlainObject(body)) throw validationError('body must be a JSON object');
+  let list: { topic: string; state: SubscriptionState }[];
+  try {
+    list = Object.hasOwn(body, 'subscriptions')
+      ? changesSchema.validateSync(body, { abortEarly: false }).subscriptions
+      : [changeSchema.validateSync(body, { abortEarly: false })];
+  } catch (e) {
+    if (e instanceof yup.ValidationError) throw fromYup(e);
+    throw e;
+  }
+  const seen = new Set<string>();
+  const twice = list.filter((c) => seen.has(c.topic) || !seen.add(c.topic)).map((c) => c.topic);
+  if (twice.length)
+    throw validationError(
+      'each topic may appear once per call',
+      twice.map((t) => ({ field: 'subscriptions', message: `topic ${JSON.stringify(t.slice(0, 80))} appears more than once` })),
+    );
+  const invalid = list.filter((c) => !SLUG_RE.test(c.topic)).map((c) => c.topic);
+  if (invalid.length) throw unknownTopic(invalid);
+  return list.map((c) => ({ slug: c.topic, state: c.state })).sort((a, b) => (a.slug < b.slug ? -1 : 1));
+}
