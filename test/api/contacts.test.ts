@@ -115,7 +115,7 @@ describe('API: contacts and subscriptions', function () {
     const topics = await sql(`select slug from topics where organization_id = ? order by slug collate "C"`, [t.orgId]);
     assert.deepEqual(
       slugs,
-      topics.map((x: { slug: string }) => x.slug),
+      topics.map((x) => (x as { slug: string }).slug),
     );
     const optIn = res.body.subscriptions.find((s: { topic: string }) => s.topic === `aa-optin-${k}`);
     const optOut = res.body.subscriptions.find((s: { topic: string }) => s.topic === `zz-optout-${k}`);
