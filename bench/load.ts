@@ -20,10 +20,14 @@ async function main() {
   const latencies: number[] = [];
   let errors = 0;
   let firstError = '';
-  const body = Buffer.from(a.body);
+  const fixed = Buffer.from(a.body);
+  // `__SEQ__` in the body becomes a number unique to each request (new contacts, not one row updated over and over).
+  const varies = a.body.includes('__SEQ__');
+  let seq = 0;
   const deadline = Date.now() + a.seconds * 1000;
   const one = (token: string) =>
     new Promise<void>((resolve) => {
+      const body = varies ? Buffer.from(a.body.replaceAll('__SEQ__', `${process.pid}-${seq++}`)) : fixed;
       const t0 = process.hrtime.bigint();
       const req = http.request(
         {
@@ -38,7 +42,8 @@ async function main() {
           const chunks: Buffer[] = [];
           res.on('data', (c) => chunks.push(c));
           res.on('end', () => {
-            if (res.statusCode === 200) latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+            if (res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300)
+              latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
             else {
               errors++;
               firstError ||= `${res.statusCode} ${Buffer.concat(chunks).toString().slice(0, 200)}`;

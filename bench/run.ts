@@ -13,6 +13,7 @@ import { readConfig } from '../server/config';
 import { startService } from '../server/service';
 import { createDomain, createKey, createOrganization } from '../core/provisioning';
 import { startBaseline } from './baseline';
+import { benchAudienceReads, UPSERT_BODY, AUDIENCE_CONTACTS, type AudienceResult } from './audience';
 import { Client } from 'pg';
 import { SMTPServer } from 'smtp-server';
 
@@ -20,7 +21,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS || 15);
 const SINGLE_CONCURRENCY = Number(process.env.BENCH_CONCURRENCY || 32);
 const BATCH_CONCURRENCY = Number(process.env.BENCH_BATCH_CONCURRENCY || 4);
 const POOL = 10;
-/** For iterating on one path: BENCH_ONLY=live-single, test-single, live-batch or test-batch measures the baseline and that phase only (BENCHMARKS.md is not written). */
+/** For iterating on one path: BENCH_ONLY=live-single, test-single, live-batch, test-batch or audience measures the baseline and that phase only (BENCHMARKS.md is not written). */
 const ONLY = process.env.BENCH_ONLY;
 
 interface Result {
@@ -141,9 +142,46 @@ async function main() {
     await service.stop();
     return { single, batch, backlog: backlog as number };
   };
+  const runAudience = async (): Promise<{ upsert: Result; reads: AudienceResult }> => {
+    const service = await startService(
+      {
+        ...readConfig({}),
+        databaseUrl: await newDb(adminUrl, 'bench_service_audience'),
+        port: 0,
+        devSmtpPort: 0,
+        dataDir,
+        logLevel: 'warn',
+        dbPoolSize: POOL,
+        smtpUrl: `smtp://127.0.0.1:${relayPort}`,
+      },
+      { log: pino({ level: 'warn' }, pino.destination(2)) },
+    );
+    const org = await createOrganization(service.db.orm, 'Bench audience');
+    const tokens: string[] = [];
+    for (let i = 0; i < SINGLE_CONCURRENCY; i++)
+      tokens.push(
+        (await createKey(service.db.orm, org.id, { name: `bench-${i}`, permission: 'send', mode: 'live', rateLimit: 1000 })).token,
+      );
+    log.info('POST /contacts (a new contact per request)');
+    await load(`${service.url}/api/v1/contacts`, tokens, UPSERT_BODY, SINGLE_CONCURRENCY);
+    const upsert = await load(`${service.url}/api/v1/contacts`, tokens, UPSERT_BODY, SINGLE_CONCURRENCY);
+    log.info({ contacts: AUDIENCE_CONTACTS }, 'segments and lists over a seeded audience');
+    const reads = await benchAudienceReads(service);
+    await service.stop();
+    return { upsert, reads };
+  };
+  if (ONLY === 'audience') {
+    const a = await runAudience();
+    log.info({ base: base.rps, ...a, ratio: a.upsert.rps / base.rps }, 'BENCH_ONLY: audience measured');
+    await new Promise<void>((resolve) => relay.close(() => resolve()));
+    if (pg) await pg.stop();
+    return;
+  }
+
   const live = ONLY?.startsWith('test-') ? null : await runService('live');
   const test = ONLY?.startsWith('live-') ? null : await runService('test');
-  if (!live || !test) {
+  const audience = ONLY ? null : await runAudience();
+  if (!live || !test || !audience) {
     await new Promise<void>((resolve) => relay.close(() => resolve()));
     if (pg) await pg.stop();
     return;
@@ -174,9 +212,11 @@ ${row(`POST /emails, live key (concurrency ${SINGLE_CONCURRENCY})`, single, sing
 ${row(`POST /emails/batch, 100 items, live key (concurrency ${BATCH_CONCURRENCY})`, batch, batchMsgs)}
 ${row(`POST /emails, test key (concurrency ${SINGLE_CONCURRENCY})`, test.single, test.single.rps)}
 ${row(`POST /emails/batch, 100 items, test key (concurrency ${BATCH_CONCURRENCY})`, test.batch, test.batch.rps * 100)}
+${row(`POST /contacts, a new contact with properties and a topic per request (concurrency ${SINGLE_CONCURRENCY})`, audience.upsert, 0).replace(/\| [\d.]+ \| ([\d.]+ \| [\d.]+ \| \d+ \| \d+ \|)$/, '| – | $1')}
 
 - Live single sends run at **${f(ratio * 100, 0)}%** of the baseline's request rate (goal ≥ 40%); test-key single sends at ${f((test.single.rps / base.rps) * 100, 0)}%.
 - Live batches accept **${f(batchMsgs, 0)}** messages per second (goal ≥ 2,000); test-key batches ${f(test.batch.rps * 100, 0)}.
+- Contact upserts run at **${f((audience.upsert.rps / base.rps) * 100, 0)}%** of the baseline's request rate (goal ≥ 40%).
 - Still queued when each run ended (the engine's backlog): live ${live.backlog}, test ${test.backlog}.
 ${single.errors + batch.errors + base.errors > 0 ? `- First error seen: ${single.firstError || batch.firstError || base.firstError}\n` : ''}
 Every request runs the whole acceptance path: validation, then the store statement, which
@@ -189,6 +229,26 @@ loopback (it discards) at the platform send rate (12/s, the spec's worker send r
 burst the live backlog waits in the outbox and drains afterwards. Test-key mail is not rate
 limited: its workflows run during the burst and compete for the same two cores and PostgreSQL.
 See "What limits throughput" in docs/architecture.md.
+
+## Audience reads
+
+${AUDIENCE_CONTACTS.toLocaleString('en-US')} contacts and 5 topics in one organization (seeded by \`INSERT ... SELECT generate_series\` in ${f(audience.reads.seedSeconds)} s; ${audience.reads.subscriptionRows.toLocaleString('en-US')} explicit subscription rows), measured over HTTP
+one request at a time, authentication included. Query plans: docs/audience.md.
+
+| Request | Result | Runs | p50 ms | p95 ms | max ms | Goal |
+|---|---|---|---|---|---|---|
+${audience.reads.segments
+  .map(
+    (s) =>
+      `| \`GET /segments/:id\` (${s.name}) | contact_count ${s.contactCount} | ${s.timings.runs} | ${f(s.timings.p50)} | ${f(s.timings.p95)} | ${f(s.timings.max)} | < 100 ms |`,
+  )
+  .join('\n')}
+${audience.reads.lists
+  .map(
+    (l) =>
+      `| \`GET /contacts?${l.query}\`, pages of 25 following next_cursor | | ${l.timings.runs} | ${f(l.timings.p50)} | ${f(l.timings.p95)} | ${f(l.timings.max)} | p95 < 20 ms |`,
+  )
+  .join('\n')}
 `;
   fs.writeFileSync(path.join(__dirname, '..', 'BENCHMARKS.md'), md);
   process.stdout.write(md);

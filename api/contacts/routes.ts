@@ -1,4 +1,5 @@
 import type Router from '@koa/router';
+import type { Logger } from 'pino';
 import type { Orm } from '../../db/orm';
 import { Segment } from '../../db/entities';
 import { isUuid } from '../../db/ids';
@@ -9,11 +10,12 @@ import type { AuthState } from '../../core/auth';
 import { ServiceError, notFound, validationError } from '../../core/errors';
 import { contactRef } from '../../core/contacts/lookup';
 import { parseContactUpsert, parseSubscriptionChanges } from '../../core/contacts/schema';
-import { upsertContact } from '../../core/contacts/upsert';
+import { testKeyRefused, upsertContact } from '../../core/contacts/upsert';
 import { changeSubscriptions } from '../../core/contacts/subscriptions';
+import { GroupUpsert } from '../../core/contacts/group-upsert';
 import { resolveConditions } from '../../core/segments/filter';
 import type { AudienceCondition } from '../../db/sql/audience-conditions';
-import { requirePermission } from '../middleware/auth';
+import { authenticateRequest, requirePermission } from '../middleware/auth';
 import { readJsonBody } from '../middleware/json-body';
 import { apiRouter, auth, type ApiState } from '../state';
 import { validateQuery } from '../validate';
@@ -24,7 +26,7 @@ import { presentContact } from './present';
 
 /** Test keys read contacts but never write them (spec: Test mode). */
 function liveKey(a: AuthState): void {
-  if (a.key.mode === 'test') throw new ServiceError('test_key_not_allowed', 'test keys cannot write contacts or subscriptions');
+  if (a.key.mode === 'test') throw testKeyRefused();
 }
 
 /** Whole-audience operations (list, delete): FULL or higher, without a domain restriction. */
@@ -32,16 +34,29 @@ function unrestricted(a: AuthState, what: string): void {
   if (a.key.domainIds !== null) throw new ServiceError('forbidden_domain', `a domain-restricted key cannot ${what}`);
 }
 
-export function contactRoutes(deps: { orm: Orm; maxBodyBytes: number }): Router<ApiState> {
+export function contactRoutes(deps: { orm: Orm; log: Logger; maxBodyBytes: number }): Router<ApiState> {
   const router = apiRouter();
   const { orm } = deps;
+  const upserts = new GroupUpsert(orm, deps.log);
   const full = requirePermission('full');
 
   router.post('/contacts', async (ctx) => {
-    const a = auth(ctx);
-    liveKey(a);
-    const input = parseContactUpsert(await readJsonBody(ctx, deps.maxBodyBytes));
-    const { contact, created } = await upsertContact(orm, a, input);
+    const tokenHash = ctx.state.credentials?.tokenHash;
+    if (!tokenHash) throw new Error('contact upsert reached without credentials');
+    // A large body was read only after the key was known to exist: a test key is refused before it.
+    if (ctx.state.auth) liveKey(ctx.state.auth);
+    let input;
+    try {
+      input = parseContactUpsert(await readJsonBody(ctx, deps.maxBodyBytes));
+    } catch (err) {
+      // Authentication rides on the upsert statement. A request refused before it is
+      // authenticated and charged first, so a bad key answers 401 (429, or 403 for a test key)
+      // ahead of any complaint about the body.
+      if (!ctx.state.auth) await authenticateRequest(orm, ctx, tokenHash, 1, false);
+      liveKey(auth(ctx));
+      throw err;
+    }
+    const { contact, created } = await upsertContact(upserts, tokenHash, input);
     ctx.status = created ? 201 : 200;
     ctx.body = { ...presentContact(contact), created };
   });

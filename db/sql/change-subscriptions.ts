@@ -21,7 +21,7 @@ export interface ChangeSubscriptionsRow {
  * $1 organization, $2 contact id or null, $3 email or null, $4 slugs, $5 states, $6 now.
  */
 const CHANGE_SUBSCRIPTIONS: PreparedStatement = {
-  name: 'change_subscriptions_v1',
+  name: 'change_subscriptions_v2',
   text: `
 with wanted as (
   select u.slug, u.state, t.id as topic_id
@@ -36,7 +36,7 @@ with wanted as (
   select c.id, w.topic_id, w.state, 'api', $6 from c cross join wanted w order by w.slug
   on conflict (contact_id, topic_id) do update set state = excluded.state, source = excluded.source, changed_at = excluded.changed_at
     where s.state <> excluded.state
-  returning s.topic_id, s.state, s.source, s.changed_at
+  returning s.contact_id, s.topic_id, s.state, s.source, s.changed_at
 ), triggers as (
   insert into automation_triggers (organization_id, type, contact_id, topic_id, created_at)
   select $1, 'topic.subscribed', c.id, w.topic_id, $6 from c cross join written w where w.state = 'subscribed'

@@ -46,18 +46,20 @@ export const subscriptionsJson = (contactId: string, organizationId: string) => 
 
 /**
  * The same, for a statement that has just written subscription rows (CTE `written`, returning
- * topic_id, state, source, changed_at) and topics (`topics_written`, or null): a statement's own
- * writes are not in its snapshot, so they are read from the CTEs and win over the snapshot's rows.
+ * contact_id, topic_id, state, source, changed_at) and topics (`topicsWritten`, returning id,
+ * organization_id, slug, default_opt_in; or null): a statement's own writes are not in its
+ * snapshot, so they are read from the CTEs and win over the snapshot's rows.
  */
 export const subscriptionsJsonAfterWrite = (contactId: string, organizationId: string, topicsWritten: string | null) => `coalesce((
     select json_agg(${entry('t', 'e')} order by t.slug)
       from (select id, slug, default_opt_in from topics where organization_id = ${organizationId}
-            ${topicsWritten ? `union select id, slug, default_opt_in from ${topicsWritten}` : ''}) t
+            ${topicsWritten ? `union select id, slug, default_opt_in from ${topicsWritten} where organization_id = ${organizationId}` : ''}) t
       left join lateral (
-        select w.state, w.source, w.changed_at from written w where w.topic_id = t.id
+        select w.state, w.source, w.changed_at from written w where w.contact_id = ${contactId} and w.topic_id = t.id
         union all
         select s.state, s.source, s.changed_at from subscriptions s
-         where s.contact_id = ${contactId} and s.topic_id = t.id and not exists (select 1 from written w where w.topic_id = t.id)
+         where s.contact_id = ${contactId} and s.topic_id = t.id
+           and not exists (select 1 from written w where w.contact_id = ${contactId} and w.topic_id = t.id)
       ) e on true), '[]'::json)`;
 
 /** Where a contact is named by its id or by its lower-cased email (one of the two parameters is null). */

@@ -172,6 +172,28 @@ describe('API: contacts and subscriptions', function () {
     assert.equal(await audience(), before);
   });
 
+  it('authenticates and charges in the upsert statement: 401, 429 and 403 come before any complaint about the body', async () => {
+    const unknown = await request(env.url, 'POST', '/api/v1/contacts', { token: `svc_live_${'x'.repeat(32)}`, body: { nope: 1 } });
+    assert.equal(unknown.status, 401);
+    assert.equal(
+      (await request(env.url, 'POST', '/api/v1/contacts', { token: `svc_live_${'x'.repeat(32)}`, body: { email: email() } })).status,
+      401,
+    );
+    const testBad = await t.call('POST', '/api/v1/contacts', { as: 'test', body: { nope: 1 } });
+    assert.equal(testBad.body.error.code, 'test_key_not_allowed');
+    const slow = (await createKey(env.service.db.orm, t.orgId, { name: 'slow', permission: 'send', mode: 'live', rateLimit: 1 })).token;
+    const before = await audience();
+    // Within one second at a cap of 1: one upsert passes, the rest are 429 and write nothing.
+    const answers = await Promise.all(Array.from({ length: 4 }, () => as(slow, 'POST', '/api/v1/contacts', { email: email('rate') })));
+    const statuses = answers.map((a) => a.status).sort();
+    assert.ok(statuses.filter((x) => x === 429).length >= 2, String(statuses));
+    for (const a of answers.filter((x) => x.status === 429)) assert.equal(a.headers.get('retry-after'), '1');
+    const created = answers.filter((a) => a.status === 201).length;
+    const [{ rows }] = await sql(`select count(*)::int as rows from contacts where organization_id = ? and email like 'rate-%'`, [t.orgId]);
+    assert.equal(rows, created, 'a refused upsert stored nothing');
+    assert.notEqual(await audience(), before);
+  });
+
   it('keeps keys such as __proto__ and constructor as plain properties', async () => {
     const address = email();
     const res = await request(env.url, 'POST', '/api/v1/contacts', {
@@ -229,6 +251,26 @@ describe('API: contacts and subscriptions', function () {
         (await triggers(rows[0].id)).map((x) => x.type),
         ['contact.created'],
       );
+    }
+  });
+
+  it("groups concurrent upserts, and one request's failure is never another's", async () => {
+    const full100 = email('full');
+    await t.call('POST', '/api/v1/contacts', {
+      body: { email: full100, properties: Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`f${i}`, i])) },
+    });
+    const others = Array.from({ length: 12 }, () => email('group'));
+    const answers = await Promise.all([
+      ...others.map((e) => t.call('POST', '/api/v1/contacts', { body: { email: e, properties: { a: 1 } } })),
+      t.call('POST', '/api/v1/contacts', { body: { email: full100, properties: { over: 1 } } }),
+      ...others.map((e) => t.call('POST', '/api/v1/contacts', { body: { email: e, properties: { b: 2 } } })),
+    ]);
+    assert.equal(answers[12].status, 422, JSON.stringify(answers[12].body));
+    for (const a of [...answers.slice(0, 12), ...answers.slice(13)])
+      assert.ok(a.status === 200 || a.status === 201, JSON.stringify(a.body));
+    for (const e of others) {
+      const got = await t.call('GET', `/api/v1/contacts/${encodeURIComponent(e)}`);
+      assert.deepEqual(got.body.properties, { a: 1, b: 2 }, 'both upserts of an address applied');
     }
   });
 
