@@ -22,3 +22,17 @@ export function decodeCursor(s: string): Cursor {
   if (!inRange(t) || new Date(t).toISOString() !== parts[1]) throw bad();
   return { createdAt: new Date(t), id: parts[2] };
 }
+
+/** MikroORM filter for rows strictly older than a cursor's (created_at, id); none without a cursor. */
+export function olderThanCursor(cursor: string | undefined) {
+  if (cursor === undefined) return {};
+  const after = decodeCursor(cursor);
+  return { $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, id: { $lt: after.id } }] };
+}
+
+/** The page of `limit` rows out of `limit + 1` read, and the cursor to the next one when there is more. */
+export function pageOf<T extends { createdAt: Date; id: string }>(rows: T[], limit: number): { page: T[]; nextCursor?: string } {
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  return { page, ...(rows.length > limit && last ? { nextCursor: encodeCursor(last) } : {}) };
+}

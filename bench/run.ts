@@ -95,12 +95,12 @@ async function main() {
   await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', () => resolve()));
   const relayPort = (relay.server.address() as { port: number }).port;
 
-  const runService = async (mode: 'live' | 'test') => {
-    const svcUrl = await newDb(adminUrl, `bench_service_${mode}`);
-    const service = await startService(
+  /** The service on a fresh database of its own, sending to the relay. */
+  const startBenchService = async (database: string) =>
+    startService(
       {
         ...readConfig({}),
-        databaseUrl: svcUrl,
+        databaseUrl: await newDb(adminUrl, database),
         port: 0,
         devSmtpPort: 0,
         dataDir,
@@ -110,6 +110,9 @@ async function main() {
       },
       { log: pino({ level: 'warn' }, pino.destination(2)) },
     );
+
+  const runService = async (mode: 'live' | 'test') => {
+    const service = await startBenchService(`bench_service_${mode}`);
     const org = await createOrganization(service.db.orm, 'Bench');
     await createDomain(service.db.orm, org.id, 'bench.test', { verified: true });
     // Keys at the highest cap (1000/s), used in turn: the per-key rate limit is charged on every
@@ -143,19 +146,7 @@ async function main() {
     return { single, batch, backlog: backlog as number };
   };
   const runAudience = async (): Promise<{ upsert: Result; reads: AudienceResult }> => {
-    const service = await startService(
-      {
-        ...readConfig({}),
-        databaseUrl: await newDb(adminUrl, 'bench_service_audience'),
-        port: 0,
-        devSmtpPort: 0,
-        dataDir,
-        logLevel: 'warn',
-        dbPoolSize: POOL,
-        smtpUrl: `smtp://127.0.0.1:${relayPort}`,
-      },
-      { log: pino({ level: 'warn' }, pino.destination(2)) },
-    );
+    const service = await startBenchService('bench_service_audience');
     const org = await createOrganization(service.db.orm, 'Bench audience');
     const tokens: string[] = [];
     for (let i = 0; i < SINGLE_CONCURRENCY; i++)

@@ -8,7 +8,7 @@ import { parseSegmentFilter, resolveConditions } from '../../core/segments/filte
 import { requirePermission } from '../middleware/auth';
 import { apiRouter, auth, type ApiContext, type ApiState } from '../state';
 import { readValidBody, validateQuery } from '../validate';
-import { decodeCursor, encodeCursor } from '../cursor';
+import { olderThanCursor, pageOf } from '../cursor';
 import { audit } from '../audit';
 import { listQuerySchema } from '../topics/schema';
 import { createSegmentSchema, type CreateSegmentBody } from './schema';
@@ -52,20 +52,17 @@ export function segmentRoutes(deps: { orm: Orm; maxBodyBytes: number }): Router<
   router.get('/segments', admin, async (ctx) => {
     const a = auth(ctx);
     const q = validateQuery(listQuerySchema, ctx.query);
-    const after = q.cursor !== undefined ? decodeCursor(q.cursor) : undefined;
-    const rows = await deps.orm.em.fork().find(
-      Segment,
-      {
-        organizationId: a.organization.id,
-        ...(after ? { $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, id: { $lt: after.id } }] } : {}),
-      },
-      { orderBy: { createdAt: 'desc', id: 'desc' }, limit: q.limit + 1 },
-    );
-    const page = rows.slice(0, q.limit);
-    const last = page.at(-1);
+    const rows = await deps.orm.em
+      .fork()
+      .find(
+        Segment,
+        { organizationId: a.organization.id, ...olderThanCursor(q.cursor) },
+        { orderBy: { createdAt: 'desc', id: 'desc' }, limit: q.limit + 1 },
+      );
+    const { page, nextCursor } = pageOf(rows, q.limit);
     const data = [];
     for (const s of page) data.push(presentSegment(s, await count(s)));
-    ctx.body = { object: 'list', data, ...(rows.length > q.limit && last ? { next_cursor: encodeCursor(last) } : {}) };
+    ctx.body = { object: 'list', data, ...(nextCursor ? { next_cursor: nextCursor } : {}) };
   });
 
   router.get('/segments/:id', admin, async (ctx) => {

@@ -8,7 +8,7 @@ import { SLUG_RE } from '../../core/contacts/rules';
 import { requirePermission } from '../middleware/auth';
 import { apiRouter, auth, type ApiContext, type ApiState } from '../state';
 import { readValidBody, validateQuery } from '../validate';
-import { decodeCursor, encodeCursor } from '../cursor';
+import { olderThanCursor, pageOf } from '../cursor';
 import { audit } from '../audit';
 import { createTopicSchema, listQuerySchema, updateTopicSchema, type CreateTopicBody, type UpdateTopicBody } from './schema';
 import { presentTopic } from './present';
@@ -59,22 +59,15 @@ export function topicRoutes(deps: { orm: Orm; maxBodyBytes: number }): Router<Ap
   router.get('/topics', admin, async (ctx) => {
     const a = auth(ctx);
     const q = validateQuery(listQuerySchema, ctx.query);
-    const after = q.cursor !== undefined ? decodeCursor(q.cursor) : undefined;
-    const rows = await deps.orm.em.fork().find(
-      Topic,
-      {
-        organizationId: a.organization.id,
-        ...(after ? { $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, id: { $lt: after.id } }] } : {}),
-      },
-      { orderBy: { createdAt: 'desc', id: 'desc' }, limit: q.limit + 1 },
-    );
-    const page = rows.slice(0, q.limit);
-    const last = page.at(-1);
-    ctx.body = {
-      object: 'list',
-      data: page.map(presentTopic),
-      ...(rows.length > q.limit && last ? { next_cursor: encodeCursor(last) } : {}),
-    };
+    const rows = await deps.orm.em
+      .fork()
+      .find(
+        Topic,
+        { organizationId: a.organization.id, ...olderThanCursor(q.cursor) },
+        { orderBy: { createdAt: 'desc', id: 'desc' }, limit: q.limit + 1 },
+      );
+    const { page, nextCursor } = pageOf(rows, q.limit);
+    ctx.body = { object: 'list', data: page.map(presentTopic), ...(nextCursor ? { next_cursor: nextCursor } : {}) };
   });
 
   router.get('/topics/:slug', admin, async (ctx) => {

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Orm } from '../../db/orm';
+import { GroupCommit } from '../group-commit';
 import { storeEmails, type StoreParams, type StoreResult, type StoreRow } from '../../db/sql/store-emails';
 
 /** One send request: its credentials, its cost against the key's rate, and its rows. */
@@ -23,82 +24,45 @@ export interface RequestOutcome {
   refused: StoreResult['refused'];
 }
 
-interface Waiter {
-  request: StoreRequest;
-  resolve(outcome: RequestOutcome): void;
-  reject(err: unknown): void;
-}
-
 /**
- * Group commit for accepted mail. Send requests that arrive while a store statement is in flight
- * are authenticated, charged and stored together by the next one (STORE_EMAILS): one round trip
- * and one commit for the group. A request still answers only after its own messages are
- * committed; what the group shares is a statement's fixed cost (round trip, execution
- * start-up, WAL flush), which is most of what a single send costs. Nothing waits on a timer: a
- * group is whatever queued up while the previous statements ran.
- *
- * When a group's statement fails, its requests are stored one by one, so one request's failure
- * is never another's.
+ * Group commit for accepted mail (core/group-commit.ts): send requests that arrive while a store
+ * statement is in flight are authenticated, charged and stored together by the next one
+ * (STORE_EMAILS), one round trip and one commit for the group.
  */
 export class GroupStore {
-  private waiting: Waiter[] = [];
-  private inFlight = 0;
-  /** Statements run so far (groups, plus one-by-one retries). */
-  statements = 0;
+  private readonly groups: GroupCommit<StoreRequest, RequestOutcome>;
 
   constructor(
     private readonly orm: Orm,
-    private readonly log: Logger,
+    log: Logger,
     /**
      * Store statements running at once. One measured best on two cores: larger groups share
      * more; more statements at once only contend for the same CPU.
      */
-    private readonly maxInFlight = 1,
+    maxInFlight = 1,
     /** Most messages in one statement. */
-    private readonly maxMessages = 1000,
+    maxMessages = 1000,
     /**
      * A request with this many messages is a group already: it runs at once, beside the groups,
      * so concurrent batches use the database's cores in parallel instead of queuing.
      */
-    private readonly ownStatementFrom = 20,
-  ) {}
-
-  store(request: StoreRequest): Promise<RequestOutcome> {
-    if (request.emails.length >= this.ownStatementFrom) return this.execute([request]).then(([o]) => o);
-    return new Promise((resolve, reject) => {
-      this.waiting.push({ request, resolve, reject });
-      this.pump();
+    ownStatementFrom = 20,
+  ) {
+    this.groups = new GroupCommit((requests) => this.execute(requests), {
+      maxInFlight,
+      accepts: (group, next) => group.reduce((n, r) => n + r.emails.length, 0) + next.emails.length <= maxMessages,
+      alone: (request) => request.emails.length >= ownStatementFrom,
+      onGroupFailure: (err, requests) => log.warn({ err, requests }, 'a group store failed; storing its requests one by one'),
     });
   }
 
-  private pump(): void {
-    while (this.inFlight < this.maxInFlight && this.waiting.length > 0) {
-      const group: Waiter[] = [];
-      let messages = 0;
-      while (this.waiting.length > 0 && (group.length === 0 || messages + this.waiting[0].request.emails.length <= this.maxMessages)) {
-        const w = this.waiting.shift()!;
-        group.push(w);
-        messages += w.request.emails.length;
-      }
-      this.inFlight++;
-      void this.run(group).finally(() => {
-        this.inFlight--;
-        this.pump();
-      });
-    }
+  /** Statements run so far (groups, plus one-by-one retries). */
+  get statements(): number {
+    return this.groups.statements;
   }
 
-  private async run(group: Waiter[]): Promise<void> {
-    let outcomes: RequestOutcome[];
-    try {
-      outcomes = await this.execute(group.map((w) => w.request));
-    } catch (err) {
-      if (group.length === 1) return group[0].reject(err);
-      this.log.warn({ err, requests: group.length }, 'a group store failed; storing its requests one by one');
-      await Promise.all(group.map((w) => this.execute([w.request]).then(([o]) => w.resolve(o), w.reject)));
-      return;
-    }
-    group.forEach((w, i) => w.resolve(outcomes[i]));
+  store(request: StoreRequest): Promise<RequestOutcome> {
+    return this.groups.submit(request);
   }
 
   private async execute(requests: StoreRequest[]): Promise<RequestOutcome[]> {
@@ -112,7 +76,6 @@ export class GroupStore {
       }
       for (const x of r.recipients) recipients.push({ ...x, pos: recipients.length });
     });
-    this.statements++;
     const row = await storeEmails(this.orm, {
       requests: requests.map((r, req) => ({ req, token_hash: r.tokenHash, cost: r.cost, prepaid: r.prepaid })),
       emails,
