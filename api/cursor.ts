@@ -30,9 +30,23 @@ export function olderThanCursor(cursor: string | undefined) {
   return { $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, id: { $lt: after.id } }] };
 }
 
-/** The page of `limit` rows out of `limit + 1` read, and the cursor to the next one when there is more. */
-export function pageOf<T extends { createdAt: Date; id: string }>(rows: T[], limit: number): { page: T[]; nextCursor?: string } {
+/**
+ * The page of `limit` rows out of the `limit + 1` a list read, and the cursor to the next page when
+ * there is more: the (created_at, id) of the last row served, by `position` for raw SQL rows.
+ */
+export function pageOf<T>(
+  rows: T[],
+  limit: number,
+  position: (row: T) => { createdAt: Date | string; id: string } = (row) => row as { createdAt: Date; id: string },
+): { page: T[]; nextCursor?: string } {
   const page = rows.slice(0, limit);
   const last = page.at(-1);
-  return { page, ...(rows.length > limit && last ? { nextCursor: encodeCursor(last) } : {}) };
+  return { page, ...(rows.length > limit && last !== undefined ? { nextCursor: encodeCursor(position(last)) } : {}) };
 }
+
+/** The list envelope (spec: `object: list`, `data`, `next_cursor` only when more pages exist). */
+export const listBody = <D>(data: D[], nextCursor?: string) => ({
+  object: 'list',
+  data,
+  ...(nextCursor ? { next_cursor: nextCursor } : {}),
+});

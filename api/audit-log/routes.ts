@@ -5,7 +5,7 @@ import { AuditEntry } from '../../db/entities';
 import { validateQuery } from '../validate';
 import { requirePermission } from '../middleware/auth';
 import { apiRouter, auth, type ApiState } from '../state';
-import { decodeCursor, encodeCursor } from '../cursor';
+import { listBody, olderThanCursor, pageOf } from '../cursor';
 
 const querySchema = yup.object({
   limit: yup.number().integer('limit must be an integer').min(1).max(100).default(25),
@@ -18,17 +18,11 @@ export function auditLogRoutes(deps: { orm: Orm }): Router<ApiState> {
   router.get('/audit-log', requirePermission('admin'), async (ctx) => {
     const a = auth(ctx);
     const q: yup.InferType<typeof querySchema> = validateQuery(querySchema, ctx.query);
-    const after = q.cursor !== undefined ? decodeCursor(q.cursor) : null;
-    const where = {
-      organizationId: a.organization.id,
-      ...(after ? { $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, id: { $lt: after.id } }] } : {}),
-    };
+    const where = { organizationId: a.organization.id, ...olderThanCursor(q.cursor) };
     const rows = await deps.orm.em.fork().find(AuditEntry, where, { orderBy: { createdAt: 'desc', id: 'desc' }, limit: q.limit + 1 });
-    const page = rows.slice(0, q.limit);
-    const last = page[page.length - 1];
-    ctx.body = {
-      object: 'list',
-      data: page.map((e) => ({
+    const { page, nextCursor } = pageOf(rows, q.limit);
+    ctx.body = listBody(
+      page.map((e) => ({
         object: 'audit_entry',
         id: e.id,
         action: e.action,
@@ -37,8 +31,8 @@ export function auditLogRoutes(deps: { orm: Orm }): Router<ApiState> {
         details: e.details,
         created_at: e.createdAt.toISOString(),
       })),
-      ...(rows.length > q.limit ? { next_cursor: encodeCursor(last) } : {}),
-    };
+      nextCursor,
+    );
   });
   return router;
 }

@@ -19,7 +19,7 @@ import { authenticateRequest, requirePermission } from '../middleware/auth';
 import { readJsonBody } from '../middleware/json-body';
 import { apiRouter, auth, type ApiState } from '../state';
 import { validateQuery } from '../validate';
-import { decodeCursor, encodeCursor } from '../cursor';
+import { decodeCursor, listBody, pageOf } from '../cursor';
 import { audit } from '../audit';
 import { listContactsQuerySchema, type ListContactsQuery } from './schema';
 import { presentContact } from './present';
@@ -87,13 +87,8 @@ export function contactRoutes(deps: { orm: Orm; log: Logger; maxBodyBytes: numbe
       after: q.cursor !== undefined ? decodeCursor(q.cursor) : undefined,
       limit,
     });
-    const page = rows.slice(0, limit);
-    const last = page.at(-1);
-    ctx.body = {
-      object: 'list',
-      data: page.map(presentContact),
-      ...(rows.length > limit && last ? { next_cursor: encodeCursor({ createdAt: last.created_at, id: last.id }) } : {}),
-    };
+    const { page, nextCursor } = pageOf(rows, limit, (r) => ({ createdAt: r.created_at, id: r.id }));
+    ctx.body = listBody(page.map(presentContact), nextCursor);
   });
 
   router.get('/contacts/:id', async (ctx) => {

@@ -19,7 +19,7 @@ import { validateQuery } from '../validate';
 import { apiRouter, auth, type ApiContext, type ApiState } from '../state';
 import { listEmailsQuerySchema, type ListEmailsQuery } from './schema';
 import { presentEmail, presentSummary } from './present';
-import { decodeCursor, encodeCursor } from '../cursor';
+import { decodeCursor, listBody, pageOf } from '../cursor';
 import { parseTimestamp } from '../../core/time';
 
 export interface EmailRoutesDeps {
@@ -151,13 +151,8 @@ export function emailRoutes(deps: EmailRoutesDeps): Router<ApiState> {
       after: q.cursor !== undefined ? decodeCursor(q.cursor) : undefined,
       limit,
     });
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
-    ctx.body = {
-      object: 'list',
-      data: page.map(presentSummary),
-      ...(rows.length > limit && last ? { next_cursor: encodeCursor({ createdAt: last.created_at, id: last.id }) } : {}),
-    };
+    const { page, nextCursor } = pageOf(rows, limit, (r) => ({ createdAt: r.created_at, id: r.id }));
+    ctx.body = listBody(page.map(presentSummary), nextCursor);
   });
 
   router.post('/emails/:id/cancel', async (ctx) => {

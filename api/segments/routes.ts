@@ -8,7 +8,7 @@ import { parseSegmentFilter, resolveConditions } from '../../core/segments/filte
 import { requirePermission } from '../middleware/auth';
 import { apiRouter, auth, type ApiContext, type ApiState } from '../state';
 import { readValidBody, validateQuery } from '../validate';
-import { olderThanCursor, pageOf } from '../cursor';
+import { listBody, olderThanCursor, pageOf } from '../cursor';
 import { audit } from '../audit';
 import { listQuerySchema } from '../topics/schema';
 import { createSegmentSchema, type CreateSegmentBody } from './schema';
@@ -60,9 +60,20 @@ export function segmentRoutes(deps: { orm: Orm; maxBodyBytes: number }): Router<
         { orderBy: { createdAt: 'desc', id: 'desc' }, limit: q.limit + 1 },
       );
     const { page, nextCursor } = pageOf(rows, q.limit);
+    // The page's topics are looked up once, for every segment on it.
+    const resolved = await resolveConditions(
+      deps.orm.em.fork(),
+      a.organization.id,
+      page.flatMap((s) => s.filter.all),
+      false,
+    );
     const data = [];
-    for (const s of page) data.push(presentSegment(s, await count(s)));
-    ctx.body = { object: 'list', data, ...(nextCursor ? { next_cursor: nextCursor } : {}) };
+    let at = 0;
+    for (const s of page) {
+      const conditions = resolved.slice(at, (at += s.filter.all.length));
+      data.push(presentSegment(s, await countContacts(deps.orm, a.organization.id, conditions)));
+    }
+    ctx.body = listBody(data, nextCursor);
   });
 
   router.get('/segments/:id', admin, async (ctx) => {

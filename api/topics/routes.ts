@@ -8,7 +8,7 @@ import { SLUG_RE } from '../../core/contacts/rules';
 import { requirePermission } from '../middleware/auth';
 import { apiRouter, auth, type ApiContext, type ApiState } from '../state';
 import { readValidBody, validateQuery } from '../validate';
-import { olderThanCursor, pageOf } from '../cursor';
+import { listBody, olderThanCursor, pageOf } from '../cursor';
 import { audit } from '../audit';
 import { createTopicSchema, listQuerySchema, updateTopicSchema, type CreateTopicBody, type UpdateTopicBody } from './schema';
 import { presentTopic } from './present';
@@ -67,7 +67,7 @@ export function topicRoutes(deps: { orm: Orm; maxBodyBytes: number }): Router<Ap
         { orderBy: { createdAt: 'desc', id: 'desc' }, limit: q.limit + 1 },
       );
     const { page, nextCursor } = pageOf(rows, q.limit);
-    ctx.body = { object: 'list', data: page.map(presentTopic), ...(nextCursor ? { next_cursor: nextCursor } : {}) };
+    ctx.body = listBody(page.map(presentTopic), nextCursor);
   });
 
   router.get('/topics/:slug', admin, async (ctx) => {

@@ -1,5 +1,4 @@
 import type { ContactStatus, PropertyValue, SubscriptionState } from '../../db/entities';
-import { parseAddrSpec } from '../emails/address';
 import { ServiceError, validationError, type ErrorDetail } from '../errors';
 import { isPlainObject } from '../validate';
 
@@ -22,13 +21,6 @@ export const unknownTopic = (slugs: string[]) =>
     `unknown topic(s): ${slugs.map((s) => JSON.stringify(s.slice(0, 80))).join(', ')}`,
     slugs.map((s) => ({ field: 'topic', message: `no topic ${JSON.stringify(s.slice(0, 80))}` })),
   );
-
-/** A contact's key: the address lower-cased and trimmed; exactly one bare address (no display name). */
-export function contactEmail(value: string, field = 'email'): string {
-  const mailbox = parseAddrSpec(value);
-  if (!mailbox) throw validationError(`${field} must be one email address`, [{ field, message: 'not an email address' }]);
-  return mailbox.normalized;
-}
 
 /** A property change: values to merge and keys to remove (`null`). Null-prototype: `__proto__` is a key like any other. */
 export interface PropertyPatch {

@@ -1,6 +1,7 @@
 import * as yup from 'yup';
 import type { ContactStatus, SubscriptionState } from '../../db/entities';
 import { validationError, type ErrorDetail } from '../errors';
+import { parseAddrSpec } from '../emails/address';
 import { fromYup, isPlainObject } from '../validate';
 import {
   CONTACT_STATUSES,
@@ -8,7 +9,6 @@ import {
   MAX_TOPIC_CHANGES,
   SLUG_RE,
   SUBSCRIPTION_STATES,
-  contactEmail,
   parseProperties,
   unknownTopic,
   type PropertyPatch,
@@ -56,20 +56,15 @@ export function parseContactUpsert(body: unknown): ContactUpsert {
   }
   const props = body.properties === undefined ? { patch: { set: {}, remove: [] }, details: [] } : parseProperties(body.properties);
   details.push(...props.details);
-  let email = '';
-  if (typeof body.email === 'string' && body.email.length <= 320) {
-    try {
-      email = contactEmail(body.email);
-    } catch {
-      details.push({ field: 'email', message: 'email must be one email address (local@domain)' });
-    }
-  }
+  // One bare address (no display name), lower-cased and trimmed: the contact's key.
+  const email = typeof body.email === 'string' && body.email.length <= 320 ? parseAddrSpec(body.email)?.normalized : '';
+  if (email === undefined) details.push({ field: 'email', message: 'email must be one email address (local@domain)' });
   if (details.length) throw validationError(details.map((d) => d.message).join('; '), details);
   const topics = [...new Set((body.topics as string[] | undefined) ?? [])].sort();
   const invalid = topics.filter((s) => !SLUG_RE.test(s));
   if (invalid.length) throw unknownTopic(invalid);
   return {
-    email,
+    email: email!,
     firstName: body.first_name as string | null | undefined,
     lastName: body.last_name as string | null | undefined,
     status: body.status as ContactStatus | undefined,
