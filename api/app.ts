@@ -17,6 +17,8 @@ import { inboxRoutes } from './inbox/routes';
 import { contactRoutes } from './contacts/routes';
 import { topicRoutes } from './topics/routes';
 import { segmentRoutes } from './segments/routes';
+import { templateRoutes } from './templates/routes';
+import { TemplateResolver } from '../core/templates/resolver';
 
 export interface AppDeps {
   orm: Orm;
@@ -50,7 +52,9 @@ export function createApp(deps: AppDeps): Koa<ApiState> {
 
   const api = apiRouter('/api/v1');
   api.use(authMiddleware(deps.orm));
-  const emails = emailRoutes(deps);
+  // One cache of compiled template versions for sends and previews.
+  const templates = new TemplateResolver(deps.orm);
+  const emails = emailRoutes({ ...deps, templates });
   api.use(emails.routes());
   api.use(keyRoutes(deps).routes());
   api.use(domainRoutes(deps).routes());
@@ -59,6 +63,7 @@ export function createApp(deps: AppDeps): Koa<ApiState> {
   api.use(contactRoutes(deps).routes());
   api.use(topicRoutes(deps).routes());
   api.use(segmentRoutes(deps).routes());
+  api.use(templateRoutes({ ...deps, templates }).routes());
   app.use(api.routes());
 
   const routed = [root, api];

@@ -24,6 +24,7 @@ export const ERRORS = {
   not_cancelable: { status: 409, when: 'Cancel after pick-up, or of a message in a final state.' },
   domain_exists: { status: 409, when: '`POST /domains` with a name the organization already has (case and a trailing dot ignored).' },
   topic_exists: { status: 409, when: '`POST /topics` with a slug the organization already has.' },
+  template_exists: { status: 409, when: 'Creating or renaming a template to a slug the organization already has.' },
   key_revoked: { status: 409, when: 'Rotating a revoked key.' },
   rotation_conflict: { status: 409, when: 'Rotating a key that another rotation superseded at the same moment.' },
   payload_too_large: { status: 413, when: 'Body over `MAX_BODY_BYTES` (40 MiB by default).' },
@@ -33,6 +34,14 @@ export const ERRORS = {
   },
   validation_error: { status: 422, when: 'Unknown or invalid fields, limits, bad query parameters, timestamps out of range.' },
   reserved_header: { status: 422, when: 'A reserved header name in `headers`.' },
+  template_variables: {
+    status: 422,
+    when: "Template render error: a declared variable without a value or fallback, a value of the wrong type, a data key the template does not declare, or a rendered subject or body outside the send limits. `details` names each key.",
+  },
+  template_not_found: {
+    status: 422,
+    when: 'The template (id or slug) is missing, deleted or has no published version of that number; drafts never resolve.',
+  },
   attachments_not_in_batch: { status: 422, when: 'Any item of a batch carries `attachments`: the whole batch is refused.' },
   invalid_cursor: { status: 422, when: 'A list cursor that is not a `next_cursor` we issued.' },
   unknown_topic: {
@@ -44,7 +53,7 @@ export const ERRORS = {
     status: 422,
     when: 'Sender domain is not a verified domain of the organization allowed for the key (in a batch: inside the item).',
   },
-  unsupported_feature: { status: 422, when: '`template` or `track` (not yet supported by this server; never silently ignored).' },
+  unsupported_feature: { status: 422, when: '`track` (not yet supported by this server; never silently ignored).' },
   rate_limited: { status: 429, when: 'Per-key request rate spent for this second; `Retry-After: 1`.' },
   internal_error: { status: 500, when: 'Our fault; the answer carries an `error_id` that is in the log line too.' },
   starting: { status: 503, when: 'The service is still starting (database or engine not up yet); `Retry-After: 1`.' },

@@ -30,6 +30,7 @@ export function presentEmail(email: Email, events: EmailEvent[], attachments: At
     headers: email.headers,
     tags: email.tags,
     kind: email.kind,
+    template: email.templateId !== null ? { id: email.templateId, version: email.templateVersion } : null,
     created_at: iso(email.createdAt),
     scheduled_at: iso(email.scheduledAt),
     sent_at: iso(email.sentAt),

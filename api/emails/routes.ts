@@ -11,6 +11,9 @@ import { isPlainObject } from '../../core/validate';
 import { prepareEmail, type PreparedEmail } from '../../core/emails/prepare';
 import { acceptEmails, type AcceptDeps, type Credentials } from '../../core/emails/accept';
 import { GroupStore } from '../../core/emails/group-store';
+import { renderTemplatedEmails } from '../../core/emails/render-templates';
+import type { TemplateResolver } from '../../core/templates/resolver';
+import { invalidKey } from '../../core/auth';
 import { CANCEL_SIGNAL } from '../../workflows/send-email';
 import type { Engine } from '../../worker/engine';
 import { authenticateRequest } from '../middleware/auth';
@@ -28,6 +31,7 @@ export interface EmailRoutesDeps {
   log: Logger;
   maxBodyBytes: number;
   dispatch: () => void;
+  templates: TemplateResolver;
 }
 
 const MAX_BATCH = 100;
@@ -59,6 +63,11 @@ export function emailRoutes(deps: EmailRoutesDeps): Router<ApiState> {
         ]);
       }
       prepared = prepareEmail(body, { inBatch: false, headerIdempotencyKey: headerKey || undefined, now: new Date() });
+      if (prepared.template !== null) {
+        const [rendered] = (await renderTemplatedEmails(deps.templates, credentials(ctx), [prepared])) ?? [invalidKey()];
+        if (rendered instanceof ServiceError) throw rendered;
+        prepared = rendered;
+      }
     } catch (err) {
       // Authentication rides on the store statement (one round trip per send). A request refused
       // before it is authenticated and charged first, so a bad key still answers 401 (or 429)
@@ -91,13 +100,20 @@ export function emailRoutes(deps: EmailRoutesDeps): Router<ApiState> {
         );
       }
       const now = new Date();
-      const outcome: ({ prepared: PreparedEmail } | { error: ServiceError })[] = body.map((item) => {
+      const parsed = body.map((item): PreparedEmail | ServiceError => {
         try {
-          return { prepared: prepareEmail(item, { inBatch: true, now }) };
+          return prepareEmail(item, { inBatch: true, now });
         } catch (err) {
-          if (err instanceof ServiceError) return { error: err };
+          if (err instanceof ServiceError) return err;
           throw err;
         }
+      });
+      const valid = parsed.filter((p): p is PreparedEmail => !(p instanceof ServiceError));
+      const rendered = (await renderTemplatedEmails(deps.templates, { organizationId: auth(ctx).organization.id }, valid))!;
+      let r = 0;
+      const outcome: ({ prepared: PreparedEmail } | { error: ServiceError })[] = parsed.map((p) => {
+        const item = p instanceof ServiceError ? p : rendered[r++];
+        return item instanceof ServiceError ? { error: item } : { prepared: item };
       });
       const ok = outcome.filter((o): o is { prepared: PreparedEmail } => 'prepared' in o);
       const accepted = await acceptEmails(

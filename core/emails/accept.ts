@@ -82,6 +82,8 @@ export async function acceptEmails(
       tags: item.tags,
       kind: item.kind,
       scheduled_at: item.scheduledAt?.toISOString() ?? null,
+      template_id: item.templateId,
+      template_version: item.templateVersion,
       idempotency_key: key,
     });
     for (const r of item.recipients) recipients.push({ id: uuidv7(), email_id: id, address: r.address, field: r.field });

@@ -3,8 +3,10 @@ import { ServiceError, validationError } from '../errors';
 import { isPlainObject, validate } from '../validate';
 import { parseTimestamp } from '../time';
 import { parseMailbox } from './address';
+import { parseTemplateRequest, type TemplateRequest } from '../templates/request';
 import {
   sendEmailSchema,
+  templatedSendSchema,
   MAX_SCHEDULE_PAST_MS,
   RESERVED_HEADERS,
   DROPPED_HEADERS,
@@ -27,9 +29,15 @@ export interface PreparedEmail {
   /** Unique lower-cased recipients with the field each came from. */
   recipients: { address: string; given: string; field: 'to' | 'cc' | 'bcc' }[];
   replyTo: string | null;
+  /** With `template`, empty until the template renders (core/emails/render-templates.ts). */
   subject: string;
   html: string | null;
   text: string | null;
+  /** The template to render the subject and bodies from; null once rendered, or for a plain send. */
+  template: TemplateRequest | null;
+  /** The template and published version the message was rendered from. */
+  templateId: string | null;
+  templateVersion: number | null;
   headers: Record<string, string>;
   tags: Tag[];
   kind: string | null;
@@ -53,8 +61,16 @@ const asList = (v: string | string[] | undefined): string[] => (v === undefined 
 
 export function prepareEmail(input: unknown, opts: PrepareOptions): PreparedEmail {
   if (!isPlainObject(input)) throw validationError('each email must be a JSON object');
+  let template: TemplateRequest | null = null;
   if (input.template !== undefined) {
-    throw new ServiceError('unsupported_feature', 'template is not yet supported by this server; send subject with html and/or text');
+    const clash = ['subject', 'html', 'text'].filter((k) => input[k] !== undefined);
+    if (clash.length) {
+      throw validationError(
+        `template cannot be combined with ${clash.join(', ')}: the template renders them`,
+        clash.map((k) => ({ field: k, message: 'not allowed with template' })),
+      );
+    }
+    template = parseTemplateRequest(input.template);
   }
   if (input.track !== undefined) {
     throw new ServiceError('unsupported_feature', 'track (open and click tracking) is not yet supported by this server');
@@ -69,8 +85,8 @@ export function prepareEmail(input: unknown, opts: PrepareOptions): PreparedEmai
       );
     }
   }
-  const body: SendEmailBody = validate(sendEmailSchema, input);
-  if (body.html === undefined && body.text === undefined) {
+  const body: SendEmailBody = template ? (validate(templatedSendSchema, input) as SendEmailBody) : validate(sendEmailSchema, input);
+  if (template === null && body.html === undefined && body.text === undefined) {
     throw validationError('html or text (or both) is required', [{ field: 'html', message: 'html or text is required' }]);
   }
 
@@ -158,9 +174,12 @@ export function prepareEmail(input: unknown, opts: PrepareOptions): PreparedEmai
     bcc,
     recipients,
     replyTo: body.reply_to?.trim() ?? null,
-    subject: body.subject,
+    subject: body.subject ?? '',
     html: body.html ?? null,
     text: body.text ?? null,
+    template,
+    templateId: null,
+    templateVersion: null,
     headers,
     tags,
     kind,

@@ -149,4 +149,7 @@ export const sendEmailSchema = yup
   .noUnknown(true, 'unknown field(s): ${unknown}')
   .strict();
 
+/** A send with `template`: the template renders the subject and bodies (prepareEmail refuses them beside it). */
+export const templatedSendSchema = sendEmailSchema.omit(['subject', 'html', 'text']);
+
 export type SendEmailBody = yup.InferType<typeof sendEmailSchema>;

@@ -28,6 +28,9 @@ export class Email {
   mode!: KeyMode;
   status!: EmailStatus;
   scheduledAt: Date | null = null;
+  /** The template and published version it was rendered from (kept when the template is deleted). */
+  templateId: string | null = null;
+  templateVersion: number | null = null;
   /** Generated once at acceptance so every attempt sends the very same message. */
   messageId!: string;
   idempotencyKey: string | null = null;
@@ -60,6 +63,8 @@ export const EmailSchema = new EntitySchema<Email>({
     mode: { type: 'text' },
     status: { type: 'text' },
     scheduledAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
+    templateId: { type: 'uuid', nullable: true },
+    templateVersion: { type: 'integer', nullable: true },
     messageId: { type: 'text' },
     idempotencyKey: { type: 'text', nullable: true },
     enqueuedAt: { type: 'Date', columnType: 'timestamptz', nullable: true },

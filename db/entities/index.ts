@@ -10,6 +10,7 @@ import { AuditEntrySchema } from './audit-entry';
 import { ContactSchema, SubscriptionSchema } from './contact';
 import { TopicSchema } from './topic';
 import { SegmentSchema } from './segment';
+import { TemplateSchema, TemplateVersionSchema } from './template';
 
 export * from './organization';
 export * from './domain';
@@ -23,6 +24,7 @@ export * from './audit-entry';
 export * from './contact';
 export * from './topic';
 export * from './segment';
+export * from './template';
 
 export const entities = [
   OrganizationSchema,
@@ -39,4 +41,6 @@ export const entities = [
   SubscriptionSchema,
   TopicSchema,
   SegmentSchema,
+  TemplateSchema,
+  TemplateVersionSchema,
 ];

@@ -5,6 +5,7 @@ import { Migration20261122020000_domain_identity } from './Migration202611220200
 import { Migration20261122030000_outbox_indexes } from './Migration20261122030000_outbox_indexes';
 import { Migration20261123000000_tokens_and_workers } from './Migration20261123000000_tokens_and_workers';
 import { Migration20261124000000_audience } from './Migration20261124000000_audience';
+import { Migration20261125000000_templates } from './Migration20261125000000_templates';
 
 /** Listed explicitly so migrations run the same from TypeScript sources and from any bundle. */
 export const migrationsList: MigrationObject[] = [
@@ -14,4 +15,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261122030000_outbox_indexes', class: Migration20261122030000_outbox_indexes },
   { name: 'Migration20261123000000_tokens_and_workers', class: Migration20261123000000_tokens_and_workers },
   { name: 'Migration20261124000000_audience', class: Migration20261124000000_audience },
+  { name: 'Migration20261125000000_templates', class: Migration20261125000000_templates },
 ];

@@ -15,7 +15,7 @@ import { inboxApp } from '../support/inbox-app';
  */
 interface Route {
   method: string;
-  /** With :email, :key, :domain, :contact, :topic, :segment, :id placeholders. */
+  /** With :email, :key, :domain, :contact, :topic, :segment, :template, :n, :id placeholders. */
   path: string;
   /** Reads a JSON body. */
   body?: boolean;
@@ -55,6 +55,15 @@ const ROUTES: Route[] = [
   { method: 'GET', path: '/api/v1/segments' },
   { method: 'GET', path: '/api/v1/segments/:segment' },
   { method: 'DELETE', path: '/api/v1/segments/:segment' },
+  { method: 'POST', path: '/api/v1/templates', body: true },
+  { method: 'GET', path: '/api/v1/templates' },
+  { method: 'GET', path: '/api/v1/templates/:template' },
+  { method: 'PATCH', path: '/api/v1/templates/:template', body: true },
+  { method: 'POST', path: '/api/v1/templates/:template/publish' },
+  { method: 'GET', path: '/api/v1/templates/:template/versions/:n' },
+  { method: 'POST', path: '/api/v1/templates/:template/render', body: true },
+  // After the routes that need the template.
+  { method: 'DELETE', path: '/api/v1/templates/:template' },
   { method: 'GET', path: '/inbox' },
   { method: 'GET', path: '/inbox/messages.json' },
   { method: 'GET', path: '/inbox/:id' },
@@ -148,6 +157,18 @@ const BODIES: { name: string; raw: string; type?: string }[] = [
   {
     name: 'audience nesting within the depth limit',
     raw: `{"email":"a@x.test","properties":${deep('{"a":', '1', '}', 60)},"filter":${deep('{"all":[', '1', ']}', 30)},"subscriptions":${deep('[', '1', ']', 60)}}`,
+  },
+  {
+    name: 'template shapes with prototype keys',
+    raw: '{"from":"a@x.test","to":"b@x.test","template":{"slug":"fuzz-template","data":{"__proto__":{"name":"x"},"constructor":{"prototype":1},"name.__proto__":1}},"name":"__proto__","subject":"{{constructor}}","variables":[{"key":"__proto__","type":"string"},{"__proto__":{}}],"version":"__proto__","data":{"__proto__":1}}',
+  },
+  {
+    name: 'template data at the extremes',
+    raw: `{"from":"a@x.test","to":"b@x.test","template":{"slug":"fuzz-template","version":1e400,"data":{"name":${deep('{"a":', '1', '}', 60)},"n":1e400}},"version":99999999999999999999,"data":{"name":"\ud800${'x'.repeat(3000)}","extra":${deep('[', '1', ']', 60)}},"subject":"{{${'a.'.repeat(500)}a}}","html":"${'{{#if a}}'.repeat(2000)}"}`,
+  },
+  {
+    name: 'template data that renders too big',
+    raw: JSON.stringify({ from: 'a@x.test', to: 'b@x.test', template: { slug: 'fuzz-template', data: { name: 'x'.repeat(2_100_000) } }, data: { name: 'x'.repeat(2_100_000) } }),
   },
   { name: 'a scalar', raw: '"text"' },
   { name: 'null', raw: 'null' },
@@ -260,8 +281,10 @@ describe('API fuzz: no 5xx and no writes for anything a client can send, on ever
             union all select row_to_json(tp)::text from topics tp where tp.organization_id = ?
             union all select row_to_json(sg)::text from segments sg where sg.organization_id = ?
             union all select row_to_json(a)::text from automation_triggers a where a.organization_id = ?
+            union all select row_to_json(tm)::text from templates tm where tm.organization_id = ?
+            union all select row_to_json(v)::text from template_versions v join templates tm on tm.id = v.template_id where tm.organization_id = ?
           ) r), '')) || ':' || (select count(*) from emails where organization_id = ?) || ':' || (select count(*) from audit_log where organization_id = ?) as f`,
-        Array(11).fill(t.orgId),
+        Array(13).fill(t.orgId),
       );
     return row.f;
   }
@@ -292,6 +315,13 @@ describe('API fuzz: no 5xx and no writes for anything a client can send, on ever
         body: { name: 'Fuzz', filter: { all: [{ topic: ids.topic, state: 'SUBSCRIBED' }] } },
       })
     ).body.id;
+    ids.template = 'fuzz-template';
+    await t.call('POST', '/api/v1/templates', {
+      as: 'admin',
+      body: { name: 'Fuzz', slug: ids.template, subject: 'Hi {{name}}', html: '<p>{{name}}</p>', variables: [{ key: 'name', type: 'string' }] },
+    });
+    await t.call('POST', `/api/v1/templates/${ids.template}/publish`, { as: 'admin' });
+    ids.n = '1';
     // The development inbox's pages in front of a real inbox: open (as on loopback) and guarded (beyond).
     const open = await inboxApp(env, { adminOnly: false });
     const guarded = await inboxApp(env, { adminOnly: true });

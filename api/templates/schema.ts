@@ -1,0 +1,75 @@
+import * as yup from 'yup';
+import { SLUG_RE } from '../../core/contacts/rules';
+import { MAX_BODY_PART_BYTES } from '../../core/emails/schema';
+import { isUuid } from '../../db/ids';
+
+const NO_LINE_BREAKS = /^[^\r\n]*$/;
+const name = yup.string().strict().trim().min(1).max(200).matches(NO_LINE_BREAKS, 'name must not contain line breaks');
+const slug = yup
+  .string()
+  .strict()
+  .matches(SLUG_RE, 'slug must be 1–64 characters of a-z 0-9 - _, starting with a letter or digit')
+  // Paths take an id or a slug: a slug shaped like an id would be ambiguous.
+  .test('not-uuid', 'slug must not have the shape of a template id (a UUID)', (v) => v === undefined || v === null || !isUuid(v));
+/** The subject's source: the send rules for a subject (1–998, one line) hold for the template text too. */
+const subject = yup.string().strict().min(1).max(998).matches(NO_LINE_BREAKS, 'subject must not contain line breaks');
+const part = (label: string) =>
+  yup
+    .string()
+    .strict()
+    .test(
+      'size',
+      `${label} must be at most ${MAX_BODY_PART_BYTES} bytes`,
+      (v) => v === undefined || v === null || Buffer.byteLength(v, 'utf8') <= MAX_BODY_PART_BYTES,
+    );
+
+export const createTemplateSchema = yup
+  .object({
+    name: name.required('name is required'),
+    slug,
+    subject: subject.required('subject is required'),
+    html: part('html'),
+    text: part('text'),
+    // Checked by parseVariables.
+    variables: yup.mixed(),
+  })
+  .noUnknown(({ unknown }) => `unknown field(s): ${unknown}`)
+  .strict();
+
+/** Edits the draft; null removes slug, html or text. */
+export const updateTemplateSchema = yup
+  .object({
+    name,
+    slug: slug.nullable(),
+    subject,
+    html: part('html').nullable(),
+    text: part('text').nullable(),
+    variables: yup.mixed(),
+  })
+  .noUnknown(({ unknown }) => `unknown field(s): ${unknown}`)
+  .strict();
+
+export const renderTemplateSchema = yup
+  .object({
+    /** A published number, `latest` (the default) or `draft` (a preview of the unpublished draft). */
+    version: yup
+      .mixed<number | 'latest' | 'draft'>()
+      .test(
+        'version',
+        'version must be a published version number (1, 2, …), "latest" or "draft"',
+        (v) => v === undefined || v === 'latest' || v === 'draft' || (typeof v === 'number' && Number.isSafeInteger(v) && v >= 1),
+      ),
+    // Checked against the template's variables (422 template_variables).
+    data: yup.mixed(),
+  })
+  .noUnknown(({ unknown }) => `unknown field(s): ${unknown}`)
+  .strict();
+
+export const listQuerySchema = yup.object({
+  limit: yup.number().integer('limit must be an integer').min(1).max(100).default(25),
+  cursor: yup.string(),
+});
+
+export type CreateTemplateBody = yup.InferType<typeof createTemplateSchema>;
+export type UpdateTemplateBody = yup.InferType<typeof updateTemplateSchema>;
+export type RenderTemplateBody = yup.InferType<typeof renderTemplateSchema>;
