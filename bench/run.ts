@@ -21,7 +21,13 @@ const SECONDS = Number(process.env.BENCH_SECONDS || 15);
 const SINGLE_CONCURRENCY = Number(process.env.BENCH_CONCURRENCY || 32);
 const BATCH_CONCURRENCY = Number(process.env.BENCH_BATCH_CONCURRENCY || 4);
 const POOL = 10;
-/** For iterating on one path: BENCH_ONLY=live-single, test-single, live-batch, test-batch or audience measures the baseline and that phase only (BENCHMARKS.md is not written). */
+/** Rounds of the interleaved comparison of plain and templated sends. */
+const INTERLEAVED_ROUNDS = 3;
+/**
+ * For iterating on one path: BENCH_ONLY=live-single, test-single, live-batch, test-batch, template
+ * (live single sends plain and with templates) or audience measures the baseline and that phase only
+ * (BENCHMARKS.md is not written).
+ */
 const ONLY = process.env.BENCH_ONLY;
 
 interface Result {
@@ -34,7 +40,7 @@ interface Result {
   p99: number;
 }
 
-function load(url: string, tokens: string[], body: unknown, concurrency: number): Promise<Result> {
+function load(url: string, tokens: string[], body: unknown, concurrency: number, seconds = SECONDS): Promise<Result> {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
@@ -42,7 +48,7 @@ function load(url: string, tokens: string[], body: unknown, concurrency: number)
         '--require',
         'tsx/cjs',
         path.join(__dirname, 'load.ts'),
-        JSON.stringify({ url, tokens, body: JSON.stringify(body), concurrency, seconds: SECONDS }),
+        JSON.stringify({ url, tokens, body: JSON.stringify(body), concurrency, seconds }),
       ],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
@@ -51,6 +57,49 @@ function load(url: string, tokens: string[], body: unknown, concurrency: number)
     child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`load generator exited ${code}`))));
   });
 }
+
+/** What the template phases send: a typical transactional template, with its own text part and without one (text made from the html). */
+const TEMPLATE_HTML =
+  '<h1>Welcome, {{user.first_name}}!</h1><p>Your order <b>{{order.id}}</b> of {{order.total}} is confirmed.</p>' +
+  '{{#if vip}}<p>As a VIP you get free shipping.</p>{{else}}<p>Shipping: standard.</p>{{/if}}' +
+  '<p><a href="https://shop.example/orders/{{order.id}}">See your order</a></p>';
+const TEMPLATE_VARIABLES = [
+  { key: 'user.first_name', type: 'string', fallback: 'there' },
+  { key: 'order.id', type: 'string' },
+  { key: 'order.total', type: 'number' },
+  { key: 'vip', type: 'boolean', fallback: false },
+];
+const TEMPLATES = [
+  {
+    label: 'html and text parts',
+    name: 'Bench order',
+    slug: 'bench-order',
+    subject: 'Order {{order.id}} confirmed, {{user.first_name}}',
+    html: TEMPLATE_HTML,
+    text: 'Welcome, {{user.first_name}}! Order {{order.id}} of {{order.total}} is confirmed. https://shop.example/orders/{{order.id}}',
+    variables: TEMPLATE_VARIABLES,
+  },
+  {
+    label: 'html only, text made from it',
+    name: 'Bench order html',
+    slug: 'bench-order-html',
+    subject: 'Order {{order.id}} confirmed, {{user.first_name}}',
+    html: TEMPLATE_HTML,
+    variables: TEMPLATE_VARIABLES,
+  },
+];
+/** What the first template renders to with TEMPLATE_DATA, sent as a plain message: the cost of the content alone. */
+const RENDERED = {
+  from: 'Bench <bench@bench.test>',
+  to: 'someone@example.com',
+  subject: 'Order A-__SEQ__ confirmed, Ann',
+  html:
+    '<h1>Welcome, Ann!</h1><p>Your order <b>A-__SEQ__</b> of 42.5 is confirmed.</p><p>As a VIP you get free shipping.</p>' +
+    '<p><a href="https://shop.example/orders/A-__SEQ__">See your order</a></p>',
+  text: 'Welcome, Ann! Order A-__SEQ__ of 42.5 is confirmed. https://shop.example/orders/A-__SEQ__',
+};
+/** `__SEQ__` becomes a unique number per request (bench/load.ts). */
+const TEMPLATE_DATA = { 'user.first_name': 'Ann', order: { id: 'A-__SEQ__', total: 42.5 }, vip: true };
 
 async function newDb(adminUrl: string, name: string): Promise<string> {
   const c = new Client({ connectionString: adminUrl });
@@ -111,6 +160,49 @@ async function main() {
       { log: pino({ level: 'warn' }, pino.destination(2)) },
     );
 
+  /**
+   * Compares request bodies on one service in alternating rounds (A B C A B C …, each round a third
+   * of a phase after one discarded warm-up each): on a noisy machine the rate drifts by a third
+   * between phases minutes apart, so a ratio of two phases measured in turn says little.
+   */
+  const interleaved = async (url: string, tokens: string[], bodies: unknown[]): Promise<Result[]> => {
+    const sum = bodies.map((): Result => ({ requests: 0, errors: 0, firstError: '', seconds: 0, rps: 0, p50: 0, p99: 0 }));
+    const p50s: number[][] = bodies.map(() => []);
+    const p99s: number[][] = bodies.map(() => []);
+    for (const body of bodies) await load(`${url}/api/v1/emails`, tokens, body, SINGLE_CONCURRENCY, SECONDS / 3);
+    for (let round = 0; round < INTERLEAVED_ROUNDS; round++) {
+      log.info({ round: round + 1, of: INTERLEAVED_ROUNDS }, 'POST /emails plain and with templates, in turn');
+      for (const [i, body] of bodies.entries()) {
+        const r = await load(`${url}/api/v1/emails`, tokens, body, SINGLE_CONCURRENCY, SECONDS / 3);
+        sum[i].requests += r.requests;
+        sum[i].errors += r.errors;
+        sum[i].firstError ||= r.firstError;
+        sum[i].seconds += r.seconds;
+        p50s[i].push(r.p50);
+        p99s[i].push(r.p99);
+      }
+    }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    return sum.map((r, i) => ({ ...r, rps: r.requests / r.seconds, p50: median(p50s[i]), p99: median(p99s[i]) }));
+  };
+
+  /** Publishes the templates the template phases send with, through the API. */
+  const publishTemplates = async (url: string, orgId: string, orm: Parameters<typeof createKey>[0]) => {
+    const admin = (await createKey(orm, orgId, { name: 'bench-admin', permission: 'admin', mode: 'live', rateLimit: 1000 })).token;
+    const call = async (p: string, body?: unknown) => {
+      const res = await fetch(`${url}/api/v1${p}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      if (!res.ok) throw new Error(`${p}: ${res.status} ${await res.text()}`);
+    };
+    for (const { label: _label, ...t } of TEMPLATES) {
+      await call('/templates', t);
+      await call(`/templates/${t.slug}/publish`);
+    }
+  };
+
   const runService = async (mode: 'live' | 'test') => {
     const service = await startBenchService(`bench_service_${mode}`);
     const org = await createOrganization(service.db.orm, 'Bench');
@@ -131,6 +223,23 @@ async function main() {
     log.info({ mode }, 'POST /emails');
     await load(`${service.url}/api/v1/emails`, tokens, message, SINGLE_CONCURRENCY);
     const single = await load(`${service.url}/api/v1/emails`, tokens, message, SINGLE_CONCURRENCY);
+    let templated: Result[] = [];
+    if (mode === 'live' && (!ONLY || ONLY === 'template')) {
+      await publishTemplates(service.url, org.id, service.db.orm);
+      templated = await interleaved(service.url, tokens, [
+        message,
+        RENDERED,
+        ...TEMPLATES.map((t) => ({ from: message.from, to: message.to, template: { slug: t.slug, data: TEMPLATE_DATA } })),
+      ]);
+    }
+    if (ONLY === 'template') {
+      log.info(
+        { base: base.rps, single: single.rps, templated: templated.map((r) => ({ ...r, ratio: r.rps / templated[0].rps })) },
+        'BENCH_ONLY: template sends measured',
+      );
+      await service.stop();
+      return null;
+    }
     if (ONLY) {
       log.info({ base: base.rps, single, ratio: single.rps / base.rps }, 'BENCH_ONLY: single sends measured');
       await service.stop();
@@ -143,7 +252,7 @@ async function main() {
       .getConnection()
       .execute(`select count(*)::int as n from emails where status = 'queued'`);
     await service.stop();
-    return { single, batch, backlog: backlog as number };
+    return { single, batch, templated, backlog: backlog as number };
   };
   const runAudience = async (): Promise<{ upsert: Result; reads: AudienceResult }> => {
     const service = await startBenchService('bench_service_audience');
@@ -170,7 +279,7 @@ async function main() {
   }
 
   const live = ONLY?.startsWith('test-') ? null : await runService('live');
-  const test = ONLY?.startsWith('live-') ? null : await runService('test');
+  const test = ONLY?.startsWith('live-') || ONLY === 'template' ? null : await runService('test');
   const audience = ONLY ? null : await runAudience();
   if (!live || !test || !audience) {
     await new Promise<void>((resolve) => relay.close(() => resolve()));
@@ -203,9 +312,13 @@ ${row(`POST /emails, live key (concurrency ${SINGLE_CONCURRENCY})`, single, sing
 ${row(`POST /emails/batch, 100 items, live key (concurrency ${BATCH_CONCURRENCY})`, batch, batchMsgs)}
 ${row(`POST /emails, test key (concurrency ${SINGLE_CONCURRENCY})`, test.single, test.single.rps)}
 ${row(`POST /emails/batch, 100 items, test key (concurrency ${BATCH_CONCURRENCY})`, test.batch, test.batch.rps * 100)}
+${row(`POST /emails, live key, in turn with the three rows below (concurrency ${SINGLE_CONCURRENCY})`, live.templated[0], live.templated[0].rps)}
+${row(`POST /emails, live key, the first template's rendered subject, html and text sent plain (concurrency ${SINGLE_CONCURRENCY})`, live.templated[1], live.templated[1].rps)}
+${TEMPLATES.map((t, i) => row(`POST /emails with a template: ${t.label}, live key (concurrency ${SINGLE_CONCURRENCY})`, live.templated[i + 2], live.templated[i + 2].rps)).join('\n')}
 ${row(`POST /contacts, a new contact with properties and a topic per request (concurrency ${SINGLE_CONCURRENCY})`, audience.upsert, 0).replace(/\| [\d.]+ \| ([\d.]+ \| [\d.]+ \| \d+ \| \d+ \|)$/, '| – | $1')}
 
 - Live single sends run at **${f(ratio * 100, 0)}%** of the baseline's request rate (goal ≥ 40%); test-key single sends at ${f((test.single.rps / base.rps) * 100, 0)}%.
+- Single sends with a template run at **${TEMPLATES.map((t, i) => `${f((live.templated[i + 2].rps / live.templated[0].rps) * 100, 0)}% (${t.label})`).join(', ')}** of plain live single sends measured in turn with them (${INTERLEAVED_ROUNDS} rounds of ${f(SECONDS / 3, 0)} s each, goal ≥ 80%); the same content sent plain runs at ${f((live.templated[1].rps / live.templated[0].rps) * 100, 0)}%, so that much of the difference is the larger message, not the template.
 - Live batches accept **${f(batchMsgs, 0)}** messages per second (goal ≥ 2,000); test-key batches ${f(test.batch.rps * 100, 0)}.
 - Contact upserts run at **${f((audience.upsert.rps / base.rps) * 100, 0)}%** of the baseline's request rate (goal ≥ 40%).
 - Still queued when each run ended (the engine's backlog): live ${live.backlog}, test ${test.backlog}.

@@ -36,7 +36,7 @@ export const ERRORS = {
   reserved_header: { status: 422, when: 'A reserved header name in `headers`.' },
   template_variables: {
     status: 422,
-    when: "Template render error: a declared variable without a value or fallback, a value of the wrong type, a data key the template does not declare, or a rendered subject or body outside the send limits. `details` names each key.",
+    when: 'Template render error: a declared variable without a value or fallback, a value of the wrong type, a data key the template does not declare, or a rendered subject or body outside the send limits. `details` names each key.',
   },
   template_not_found: {
     status: 422,

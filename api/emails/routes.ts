@@ -9,9 +9,9 @@ import type { AuthState } from '../../core/auth';
 import { ServiceError, notFound, validationError } from '../../core/errors';
 import { isPlainObject } from '../../core/validate';
 import { prepareEmail, type PreparedEmail } from '../../core/emails/prepare';
-import { acceptEmails, type AcceptDeps, type Credentials } from '../../core/emails/accept';
+import type { Credentials } from '../../core/emails/accept';
 import { GroupStore } from '../../core/emails/group-store';
-import { renderTemplatedEmails } from '../../core/emails/render-templates';
+import { acceptRendered, renderTemplatedEmails } from '../../core/emails/render-templates';
 import type { TemplateResolver } from '../../core/templates/resolver';
 import { invalidKey } from '../../core/auth';
 import { CANCEL_SIGNAL } from '../../workflows/send-email';
@@ -49,7 +49,7 @@ const credentials = (ctx: ApiContext): Credentials => {
 export function emailRoutes(deps: EmailRoutesDeps): Router<ApiState> {
   const router = apiRouter();
   const { orm } = deps;
-  const accept: AcceptDeps = { orm, dispatch: deps.dispatch, store: new GroupStore(orm, deps.log) };
+  const accept = { orm, dispatch: deps.dispatch, store: new GroupStore(orm, deps.log), templates: deps.templates };
   // No permission check: every tier (SEND, FULL, ADMIN) may send, read and cancel mail.
 
   router.post('/emails', async (ctx) => {
@@ -75,7 +75,7 @@ export function emailRoutes(deps: EmailRoutesDeps): Router<ApiState> {
       if (!ctx.state.charge) await authenticateRequest(orm, ctx, credentials(ctx).tokenHash, 1, false);
       throw err;
     }
-    const [result] = await acceptEmails(accept, credentials(ctx), [prepared], { cost: 1 });
+    const [result] = await acceptRendered(accept, credentials(ctx), credentials(ctx), [prepared], { cost: 1 });
     if (result instanceof ServiceError) throw result;
     if (result.replayed) ctx.set('Idempotent-Replayed', 'true');
     ctx.body = { id: result.id, ...(result.suppressed.length ? { suppressed: result.suppressed } : {}) };
@@ -109,16 +109,18 @@ export function emailRoutes(deps: EmailRoutesDeps): Router<ApiState> {
         }
       });
       const valid = parsed.filter((p): p is PreparedEmail => !(p instanceof ServiceError));
-      const rendered = (await renderTemplatedEmails(deps.templates, { organizationId: auth(ctx).organization.id }, valid))!;
+      const scope = { organizationId: auth(ctx).organization.id };
+      const rendered = (await renderTemplatedEmails(deps.templates, scope, valid))!;
       let r = 0;
       const outcome: ({ prepared: PreparedEmail } | { error: ServiceError })[] = parsed.map((p) => {
         const item = p instanceof ServiceError ? p : rendered[r++];
         return item instanceof ServiceError ? { error: item } : { prepared: item };
       });
       const ok = outcome.filter((o): o is { prepared: PreparedEmail } => 'prepared' in o);
-      const accepted = await acceptEmails(
+      const accepted = await acceptRendered(
         accept,
         credentials(ctx),
+        scope,
         ok.map((o) => o.prepared),
         { cost: 0, prepaid: true },
       );

@@ -85,17 +85,15 @@ export function templateRoutes(deps: { orm: Orm; maxBodyBytes: number; templates
   router.get('/templates', admin, async (ctx) => {
     const a = auth(ctx);
     const q = validateQuery(listQuerySchema, ctx.query);
-    const rows = await deps.orm.em
-      .fork()
-      .find(
-        Template,
-        { organizationId: a.organization.id, ...olderThanCursor(q.cursor) },
-        {
-          fields: ['id', 'name', 'slug', 'latestVersion', 'createdAt', 'updatedAt'],
-          orderBy: { createdAt: 'desc', id: 'desc' },
-          limit: q.limit + 1,
-        },
-      );
+    const rows = await deps.orm.em.fork().find(
+      Template,
+      { organizationId: a.organization.id, ...olderThanCursor(q.cursor) },
+      {
+        fields: ['id', 'name', 'slug', 'latestVersion', 'createdAt', 'updatedAt'],
+        orderBy: { createdAt: 'desc', id: 'desc' },
+        limit: q.limit + 1,
+      },
+    );
     const { page, nextCursor } = pageOf(rows, q.limit);
     ctx.body = listBody(page.map(presentTemplateSummary), nextCursor);
   });
@@ -138,7 +136,11 @@ export function templateRoutes(deps: { orm: Orm; maxBodyBytes: number; templates
         }),
       );
     }
-    const updated = Object.assign(template, Object.fromEntries(changed.map((k) => [k, changes[k]])), changed.length ? { updatedAt: at } : {});
+    const updated = Object.assign(
+      template,
+      Object.fromEntries(changed.map((k) => [k, changes[k]])),
+      changed.length ? { updatedAt: at } : {},
+    );
     ctx.body = presentTemplate(updated, await versionsOf(template.id));
   });
 

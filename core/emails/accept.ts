@@ -11,6 +11,14 @@ export interface Credentials {
   tokenHash: string;
 }
 
+/**
+ * The message was rendered from a template version that, by the time the store statement ran, was
+ * deleted or no longer the latest it was resolved as: nothing was stored, and the caller renders
+ * it again (core/emails/render-templates.ts).
+ */
+export const TEMPLATE_CHANGED = Symbol('template_changed');
+export type AcceptResult = Accepted | ServiceError | typeof TEMPLATE_CHANGED;
+
 export interface Accepted {
   id: string;
   suppressed: string[];
@@ -47,8 +55,8 @@ export async function acceptEmails(
   credentials: Credentials,
   items: PreparedEmail[],
   opts: AcceptOptions,
-): Promise<(Accepted | ServiceError)[]> {
-  const results: (Accepted | ServiceError)[] = new Array(items.length);
+): Promise<AcceptResult[]> {
+  const results: AcceptResult[] = new Array(items.length);
   const now = new Date();
   const emails: StoreRequest['emails'] = [];
   const recipients: StoreRequest['recipients'] = [];
@@ -84,6 +92,7 @@ export async function acceptEmails(
       scheduled_at: item.scheduledAt?.toISOString() ?? null,
       template_id: item.templateId,
       template_version: item.templateVersion,
+      template_latest: item.templateLatest,
       idempotency_key: key,
     });
     for (const r of item.recipients) recipients.push({ id: uuidv7(), email_id: id, address: r.address, field: r.field });
@@ -125,9 +134,11 @@ export async function acceptEmails(
   for (const f of row.refused) {
     const item = items[byId.get(f.id)!];
     results[byId.get(f.id)!] =
-      f.code === 'domain_not_verified'
-        ? new ServiceError('domain_not_verified', `${item.fromDomain} is not a verified domain of this organization allowed for this key`)
-        : new ServiceError('stream_mismatch', `kind ${item.kind} is bulk mail; ${item.fromDomain} is a transactional-stream domain`);
+      f.code === 'template_changed'
+        ? TEMPLATE_CHANGED
+        : f.code === 'domain_not_verified'
+          ? new ServiceError('domain_not_verified', `${item.fromDomain} is not a verified domain of this organization allowed for this key`)
+          : new ServiceError('stream_mismatch', `kind ${item.kind} is bulk mail; ${item.fromDomain} is a transactional-stream domain`);
   }
 
   // Items the insert skipped hold a key that another message (earlier, or concurrent) already took.
@@ -144,7 +155,8 @@ export async function acceptEmails(
     if (results[index] === undefined) {
       const first = item.idempotencyKey !== null ? results[claimed.get(item.idempotencyKey)!] : undefined;
       if (!first) throw new Error(`message ${index} of the request was neither stored nor found by its idempotency key`);
-      results[index] = first instanceof ServiceError ? first : { id: first.id, suppressed: [], replayed: true };
+      results[index] =
+        first instanceof ServiceError || first === TEMPLATE_CHANGED ? first : { id: first.id, suppressed: [], replayed: true };
     }
   });
   if (wake) deps.dispatch();

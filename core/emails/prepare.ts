@@ -38,6 +38,8 @@ export interface PreparedEmail {
   /** The template and published version the message was rendered from. */
   templateId: string | null;
   templateVersion: number | null;
+  /** The version was resolved as the latest: the store statement checks it still is. */
+  templateLatest: boolean;
   headers: Record<string, string>;
   tags: Tag[];
   kind: string | null;
@@ -180,6 +182,7 @@ export function prepareEmail(input: unknown, opts: PrepareOptions): PreparedEmai
     template,
     templateId: null,
     templateVersion: null,
+    templateLatest: false,
     headers,
     tags,
     kind,

@@ -1,22 +1,32 @@
 import { ServiceError } from '../errors';
+import { invalidKey } from '../auth';
 import { renderTemplate } from '../templates/render';
-import { templateNotFound, type TemplateResolver } from '../templates/resolver';
+import { templateNotFound, type ResolveScope, type TemplateResolver } from '../templates/resolver';
+import { acceptEmails, TEMPLATE_CHANGED, type AcceptDeps, type AcceptOptions, type Accepted, type Credentials } from './accept';
 import type { PreparedEmail } from './prepare';
 
 /**
  * Renders the prepared sends that name a template (spec: "rendered when the request is accepted;
- * the stored message is what is sent"): one lookup for the whole request, then each item on its
- * own, so in a batch a failing item carries its own 422 and the others go on. The caller's data is
- * checked strictly (an undeclared key is a `template_variables`). Answers null when `scope` is a
- * token that names no live key (the caller answers 401).
+ * the stored message is what is sent"): one lookup for the whole request (none when every ref was
+ * resolved before, see TemplateResolver), then each item on its own, so in a batch a failing item
+ * carries its own 422 and the others go on. The caller's data is checked strictly (an undeclared
+ * key is a `template_variables`). Answers null when `scope` is a token that names no live key (the
+ * caller answers 401).
  */
 export async function renderTemplatedEmails(
   resolver: TemplateResolver,
-  scope: { tokenHash: string } | { organizationId: string },
+  scope: ResolveScope,
   items: PreparedEmail[],
+  opts: { fresh?: boolean } = {},
 ): Promise<(PreparedEmail | ServiceError)[] | null> {
   const templated = items.filter((i) => i.template !== null && !i.template.unresolvable);
-  const resolved = templated.length ? await resolver.resolve(scope, templated.map((i) => i.template!.ref)) : [];
+  const resolved = templated.length
+    ? await resolver.resolve(
+        scope,
+        templated.map((i) => i.template!.ref),
+        opts,
+      )
+    : [];
   if (resolved === null) return null;
   const byItem = new Map(templated.map((item, n) => [item, resolved[n]]));
   return items.map((item) => {
@@ -30,13 +40,66 @@ export async function renderTemplatedEmails(
         subject: r.subject,
         html: r.html,
         text: r.text,
-        template: null,
         templateId: version.templateId,
         templateVersion: version.version,
+        templateLatest: version.latest,
       };
     } catch (err) {
       if (err instanceof ServiceError) return err;
       throw err;
     }
   });
+}
+
+/** Rounds of rendering again before a message whose template keeps changing is refused. */
+const RENDER_ROUNDS = 3;
+
+/**
+ * Accepts rendered sends (acceptEmails). A message whose template was deleted or published anew
+ * between its render and the store statement is rendered again from a fresh lookup and accepted
+ * again, already paid for: what is stored always comes from the version PostgreSQL saw.
+ */
+export async function acceptRendered(
+  deps: AcceptDeps & { templates: TemplateResolver },
+  credentials: Credentials,
+  scope: ResolveScope,
+  items: PreparedEmail[],
+  opts: AcceptOptions,
+): Promise<(Accepted | ServiceError)[]> {
+  const results = await acceptEmails(deps, credentials, items, opts);
+  const current = [...items];
+  for (let round = 1; ; round++) {
+    const stale = results.flatMap((r, i) => (r === TEMPLATE_CHANGED ? [i] : []));
+    if (stale.length === 0) return results as (Accepted | ServiceError)[];
+    if (round > RENDER_ROUNDS) {
+      const err = new ServiceError('template_not_found', 'the template changed repeatedly while this message was accepted; send it again');
+      for (const i of stale) results[i] = err;
+      continue;
+    }
+    const again = await renderTemplatedEmails(
+      deps.templates,
+      scope,
+      stale.map((i) => current[i]),
+      { fresh: true },
+    );
+    const ready: number[] = [];
+    stale.forEach((i, n) => {
+      const r = again === null ? invalidKey() : again[n]; // null: the key was revoked meanwhile
+      if (r instanceof ServiceError) results[i] = r;
+      else {
+        current[i] = r;
+        ready.push(i);
+      }
+    });
+    if (ready.length) {
+      // Paid for by the first statement, which admitted the request.
+      const accepted = await acceptEmails(
+        deps,
+        credentials,
+        ready.map((i) => current[i]),
+        { cost: 0, prepaid: true },
+      );
+      ready.forEach((i, n) => (results[i] = accepted[n]));
+    }
+  }
 }

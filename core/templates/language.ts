@@ -61,7 +61,10 @@ export function analyzePart(part: PartName, source: string): { used: Set<string>
         case 'MustacheStatement': {
           const m = s as hbs.AST.MustacheStatement;
           if (m.params.length > 0 || (m.hash && m.hash.pairs.length > 0)) {
-            fault(m, `{{${(m.path as hbs.AST.PathExpression).original ?? '…'} …}} calls a helper; only {{variable}}, #if and #unless are available`);
+            fault(
+              m,
+              `{{${(m.path as hbs.AST.PathExpression).original ?? '…'} …}} calls a helper; only {{variable}}, #if and #unless are available`,
+            );
             break;
           }
           if (!m.escaped && part === 'html') {

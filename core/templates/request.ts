@@ -20,14 +20,17 @@ const FIELDS = new Set(['id', 'slug', 'version', 'data']);
  * name that cannot exist is left to resolve as `template_not_found`, like one that does not.
  */
 export function parseTemplateRequest(value: unknown, field = 'template'): TemplateRequest {
-  if (!isPlainObject(value)) throw validationError(`${field} must be an object {id or slug, version?, data?}`, [{ field, message: 'must be an object' }]);
+  if (!isPlainObject(value))
+    throw validationError(`${field} must be an object {id or slug, version?, data?}`, [{ field, message: 'must be an object' }]);
   const details: ErrorDetail[] = [];
   const unknown = Object.keys(value).filter((k) => !FIELDS.has(k));
   if (unknown.length) details.push({ field, message: `unknown field(s): ${unknown.join(', ').slice(0, 200)}` });
   const { id, slug, version, data } = value;
   if ((id === undefined) === (slug === undefined)) details.push({ field, message: 'name the template by exactly one of id and slug' });
-  if (id !== undefined && (typeof id !== 'string' || id.length > 64)) details.push({ field: `${field}.id`, message: 'must be a template id' });
-  if (slug !== undefined && (typeof slug !== 'string' || slug.length > 64)) details.push({ field: `${field}.slug`, message: 'must be a template slug' });
+  if (id !== undefined && (typeof id !== 'string' || id.length > 64))
+    details.push({ field: `${field}.id`, message: 'must be a template id' });
+  if (slug !== undefined && (typeof slug !== 'string' || slug.length > 64))
+    details.push({ field: `${field}.slug`, message: 'must be a template slug' });
   if (version !== undefined && version !== 'latest' && !(Number.isSafeInteger(version) && (version as number) >= 1)) {
     details.push({ field: `${field}.version`, message: 'must be a published version number (1, 2, …) or "latest"' });
   }

@@ -9,9 +9,14 @@ export type TemplateRef = TemplateRefRow;
 
 export interface ResolvedTemplate {
   templateId: string;
+  versionId: string;
   version: number;
+  /** Resolved as the latest: the store statement checks it still is. */
+  latest: boolean;
   compiled: CompiledTemplate;
 }
+
+export type ResolveScope = { tokenHash: string } | { organizationId: string };
 
 export const templateNotFound = (ref: TemplateRef) =>
   new ServiceError(
@@ -20,66 +25,123 @@ export const templateNotFound = (ref: TemplateRef) =>
     [{ field: 'template', message: 'missing, deleted or not published' }],
   );
 
+/** Which version a ref named when last asked. */
+interface Resolution {
+  templateId: string;
+  versionId: string;
+  version: number;
+}
+
+/** A Map that forgets its oldest entries past a size. */
+class Bounded<K, V> extends Map<K, V> {
+  constructor(private readonly max: number) {
+    super();
+  }
+  override set(key: K, value: V): this {
+    super.delete(key);
+    super.set(key, value);
+    for (const k of this.keys()) {
+      if (this.size <= this.max) break;
+      this.delete(k);
+    }
+    return this;
+  }
+}
+
 /**
- * Published versions compiled once and kept by version id, least recently used first out. Versions
- * never change, so a cached compile is never stale; which version a ref names (the latest, whether
- * the template still exists) is asked of PostgreSQL on every send, one statement per request.
+ * Finds the published versions sends name, and compiles each version once.
+ *
+ * - Compiled versions are kept by version id, least recently used out first. Versions never
+ *   change, so a compiled one is never stale.
+ * - Which version a ref names (the latest, whether the template still exists) is remembered too,
+ *   so a send costs no round trip of its own for it. PostgreSQL still decides: the store statement
+ *   stores a message only if its template is still there and, for `latest`, still at that version
+ *   (db/sql/store-emails.ts); otherwise the message comes back `template_changed` and is rendered
+ *   again from a `fresh` lookup (core/emails/render-templates.ts). A template deleted or published
+ *   a moment ago therefore never sends the old version, on any process.
+ * - A token's organization never changes; it is remembered so sends by different keys of one
+ *   organization share the remembered refs. The store statement authenticates every send anyway.
  */
 export class TemplateResolver {
-  private readonly cache = new Map<string, CompiledTemplate>();
-  private cachedSize = 0;
+  private readonly compiled = new Map<string, CompiledTemplate>();
+  private compiledSize = 0;
+  private readonly resolutions = new Bounded<string, Resolution>(10_000);
+  private readonly organizations = new Bounded<string, string>(10_000);
 
   constructor(
     private readonly orm: Orm,
-    /** Source characters the cache may hold (a version's html alone may be 2 MB). */
-    private readonly maxCachedSize = 64 * 1024 * 1024,
+    /** Source characters the compiled cache may hold (a version's html alone may be 2 MB). */
+    private readonly maxCompiledSize = 64 * 1024 * 1024,
   ) {}
 
   /**
    * The versions `refs` name, each or a 422 `template_not_found`, in the organization of a key's
-   * token (answers null when it names no live key) or a known organization.
+   * token (null when it names no live key) or a known organization. `fresh` asks PostgreSQL even
+   * for refs resolved before.
    */
   async resolve(
-    scope: { tokenHash: string } | { organizationId: string },
+    scope: ResolveScope,
     refs: TemplateRef[],
+    opts: { fresh?: boolean } = {},
   ): Promise<(ResolvedTemplate | ServiceError)[] | null> {
-    const rows = await resolveTemplates(this.orm, scope, refs);
-    if (rows.length === 0 && refs.length > 0) return null;
-    const missing = [...new Set(rows.filter((r) => r.version_id !== null && !this.cache.has(r.version_id)).map((r) => r.version_id!))];
+    const org = 'organizationId' in scope ? scope.organizationId : this.organizations.get(scope.tokenHash);
+    const keyOf = (o: string, r: TemplateRef) => `${o}|${r.id ?? ''}|${r.slug ?? ''}|${r.version ?? ''}`;
+    const found: (Resolution | undefined)[] = refs.map((r) =>
+      opts.fresh || org === undefined ? undefined : this.resolutions.get(keyOf(org, r)),
+    );
+    const ask = refs.map((r, i) => ({ r, i })).filter(({ i }) => found[i] === undefined);
+    if (ask.length) {
+      const rows = await resolveTemplates(
+        this.orm,
+        scope,
+        ask.map(({ r }) => r),
+      );
+      if (rows.length === 0) return null;
+      const organizationId = rows[0].organization_id;
+      if ('tokenHash' in scope) this.organizations.set(scope.tokenHash, organizationId);
+      for (const row of rows) {
+        if (row.version_id === null) continue;
+        const { r, i } = ask[row.i];
+        found[i] = { templateId: row.template_id!, versionId: row.version_id, version: row.version! };
+        this.resolutions.set(keyOf(organizationId, r), found[i]!);
+      }
+    }
+    const missing = [...new Set(found.filter((f) => f !== undefined && !this.compiled.has(f.versionId)).map((f) => f!.versionId))];
     // Held here too: a request naming many large versions may push its own out of the cache.
     const loaded = new Map<string, CompiledTemplate>();
     if (missing.length) {
       for (const v of await readTemplateVersions(this.orm, missing)) {
-        const compiled = compileTemplate(v);
-        loaded.set(v.id, compiled);
-        this.remember(v.id, compiled);
+        const c = compileTemplate(v);
+        loaded.set(v.id, c);
+        this.remember(v.id, c);
       }
     }
-    const out: (ResolvedTemplate | ServiceError)[] = refs.map(templateNotFound);
-    for (const r of rows) {
-      const compiled = r.version_id !== null ? (loaded.get(r.version_id) ?? this.get(r.version_id)) : undefined;
-      if (compiled) out[r.i] = { templateId: r.template_id!, version: r.version!, compiled };
-    }
-    return out;
+    return refs.map((ref, i) => {
+      const f = found[i];
+      const compiled = f && (loaded.get(f.versionId) ?? this.get(f.versionId));
+      // A version remembered but gone by now (its template deleted) is not found.
+      if (!f || !compiled) return templateNotFound(ref);
+      return { ...f, latest: ref.version === null, compiled };
+    });
   }
 
   private get(versionId: string): CompiledTemplate | undefined {
-    const hit = this.cache.get(versionId);
+    const hit = this.compiled.get(versionId);
     if (hit) {
-      this.cache.delete(versionId);
-      this.cache.set(versionId, hit);
+      this.compiled.delete(versionId);
+      this.compiled.set(versionId, hit);
     }
     return hit;
   }
 
-  private remember(versionId: string, compiled: CompiledTemplate) {
-    if (this.cache.has(versionId)) return;
-    this.cache.set(versionId, compiled);
-    this.cachedSize += compiled.size;
-    for (const [id, c] of this.cache) {
-      if (this.cachedSize <= this.maxCachedSize || this.cache.size === 1) break;
-      this.cache.delete(id);
-      this.cachedSize -= c.size;
+  private remember(versionId: string, c: CompiledTemplate) {
+    if (this.compiled.has(versionId)) return;
+    this.compiled.set(versionId, c);
+    this.compiledSize += c.size;
+    for (const [id, old] of this.compiled) {
+      if (this.compiledSize <= this.maxCompiledSize || this.compiled.size === 1) break;
+      this.compiled.delete(id);
+      this.compiledSize -= old.size;
     }
   }
 }

@@ -40,7 +40,10 @@ export function parseVariables(input: unknown, field = 'variables'): VariableDec
     const unknown = Object.keys(v).filter((k) => k !== 'key' && k !== 'type' && k !== 'fallback');
     if (unknown.length) return details.push({ field: at, message: `unknown field(s): ${unknown.join(', ')}` });
     if (typeof v.key !== 'string' || !isVariableKey(v.key)) {
-      return details.push({ field: `${at}.key`, message: 'must be a dotted path of names (letters, digits, _), each starting with a letter' });
+      return details.push({
+        field: `${at}.key`,
+        message: 'must be a dotted path of names (letters, digits, _), each starting with a letter',
+      });
     }
     if (typeof v.type !== 'string' || !VARIABLE_TYPES.includes(v.type as VariableType)) {
       return details.push({ field: `${at}.type`, message: 'must be string, number or boolean' });
@@ -83,6 +86,32 @@ export const templateVariablesError = (details: ErrorDetail[]) =>
     details.slice(0, 50),
   );
 
+interface Shape {
+  byKey: Map<string, VariableDeclaration>;
+  /** Every proper prefix of a declared key (`user` for `user.first_name`). */
+  prefixes: Set<string>;
+  paths: { parents: string[]; leaf: string }[];
+}
+
+/** Worked out once per declaration list: a compiled version renders with the same list every time. */
+const shapes = new WeakMap<readonly VariableDeclaration[], Shape>();
+function shapeOf(declared: readonly VariableDeclaration[]): Shape {
+  let shape = shapes.get(declared);
+  if (!shape) {
+    const paths = declared.map((d) => {
+      const parts = d.key.split('.');
+      return { parents: parts.slice(0, -1), leaf: parts[parts.length - 1] };
+    });
+    shape = {
+      byKey: new Map(declared.map((d) => [d.key, d])),
+      prefixes: new Set(paths.flatMap((p) => p.parents.map((_, i) => p.parents.slice(0, i + 1).join('.')))),
+      paths,
+    };
+    shapes.set(declared, shape);
+  }
+  return shape;
+}
+
 /** What a render may do with data keys the template does not declare. */
 export type UndeclaredData = 'refuse' | 'ignore';
 
@@ -96,7 +125,7 @@ export type UndeclaredData = 'refuse' | 'ignore';
 export function bindData(declared: readonly VariableDeclaration[], data: unknown, undeclared: UndeclaredData): Record<string, unknown> {
   const details: ErrorDetail[] = [];
   const given = new Map<string, unknown>();
-  const byKey = new Map(declared.map((d) => [d.key, d]));
+  const { byKey, prefixes, paths } = shapeOf(declared);
   if (data !== undefined && data !== null && !isPlainObject(data)) {
     throw templateVariablesError([{ field: 'data', message: 'must be an object' }]);
   }
@@ -104,7 +133,6 @@ export function bindData(declared: readonly VariableDeclaration[], data: unknown
   // Leaves of `data` by their dotted path. A value is a leaf unless it is a plain object that a
   // declared key reaches into, so `{"user": {...}}` matches `user.first_name` and an object where a
   // scalar is declared is a wrong type, not an undeclared key.
-  const prefixes = new Set(declared.flatMap((d) => d.key.split('.').slice(0, -1).map((_, i, parts) => parts.slice(0, i + 1).join('.'))));
   const walk = (obj: Record<string, unknown>, prefix: string, depth: number) => {
     for (const [k, v] of Object.entries(obj)) {
       const path = prefix ? `${prefix}.${k}` : k;
@@ -116,25 +144,25 @@ export function bindData(declared: readonly VariableDeclaration[], data: unknown
   if (isPlainObject(data)) walk(data, '', 0);
 
   const context: Record<string, unknown> = Object.create(null);
-  for (const d of declared) {
+  declared.forEach((d, n) => {
     let value = given.get(d.key);
     if (value === undefined || value === null) value = d.fallback;
     if (value === undefined) {
       details.push({ field: `data.${d.key}`, message: 'has no value and the template declares no fallback' });
-      continue;
+      return;
     }
     if (typeOf(value) !== d.type) {
       details.push({ field: `data.${d.key}`, message: `must be a ${d.type}` });
-      continue;
+      return;
     }
-    const parts = d.key.split('.');
+    const { parents, leaf } = paths[n];
     let node = context;
-    for (const p of parts.slice(0, -1)) {
+    for (const p of parents) {
       if (!Object.hasOwn(node, p)) node[p] = Object.create(null);
       node = node[p] as Record<string, unknown>;
     }
-    node[parts[parts.length - 1]] = value;
-  }
+    node[leaf] = value;
+  });
   if (undeclared === 'refuse') {
     for (const path of given.keys()) {
       if (!byKey.has(path)) details.push({ field: `data.${path.slice(0, 200)}`, message: 'is not a variable of this template' });

@@ -10,6 +10,7 @@ export interface TemplateRefRow {
 }
 
 export interface ResolvedRow {
+  organization_id: string;
   /** The ref's position in the request. */
   i: number;
   template_id: string | null;
@@ -30,7 +31,7 @@ with org as (
   union all
   select $2::uuid where $2::uuid is not null
 )
-select r.i, t.id as template_id, v.id as version_id, v.version
+select org.organization_id, r.i, t.id as template_id, v.id as version_id, v.version
   from org
  cross join jsonb_to_recordset($3::jsonb) as r(i int, id uuid, slug text, version int)
   left join lateral (
@@ -40,7 +41,7 @@ select r.i, t.id as template_id, v.id as version_id, v.version
   ) t on true
   left join template_versions v on v.template_id = t.id and v.version = coalesce(r.version, t.latest_version)`;
 
-const RESOLVE: PreparedStatement = { name: 'resolve_templates_v1', text: RESOLVE_SQL };
+const RESOLVE: PreparedStatement = { name: 'resolve_templates_v2', text: RESOLVE_SQL };
 
 export async function resolveTemplates(
   orm: Orm,

@@ -18,7 +18,7 @@ export interface StoredRequest {
 export interface StoreResult {
   requests: StoredRequest[];
   stored: { id: string; status: 'queued' | 'suppressed'; suppressed: string[] }[];
-  refused: { id: string; code: 'domain_not_verified' | 'stream_mismatch' }[];
+  refused: { id: string; code: 'template_changed' | 'domain_not_verified' | 'stream_mismatch' }[];
 }
 
 /**
@@ -35,6 +35,11 @@ export interface StoreResult {
  *   read) is charged nothing here and admitted.
  *
  * Messages (of admitted requests only):
+ * - A message rendered from a template (`template_id`, `template_version`) is stored only if the
+ *   template is still in the organization and, when the version was resolved as the latest
+ *   (`template_latest`), still has no later one; otherwise it is refused `template_changed`
+ *   and the caller renders it again (core/templates/resolver.ts remembers resolutions, so this
+ *   check is what keeps them exact).
  * - The sender domain must be a verified, undeleted domain of the key's organization that the key
  *   may use; bulk kinds need a bulk-stream domain. Other messages are refused, each on its own.
  * - A recipient is suppressed when its organization's suppression list holds the address; a
@@ -68,12 +73,20 @@ with q as (
   -- Single sends only (a batch reserved before its body was read, so it comes prepaid).
   select upto.*, (prepaid or ${admits('(used_after - cost)', 'cost', 'cap', 'false')}) as admitted from upto
 ), m as (
-  select x.*, p.organization_id as org, p.id as api_key, p.mode, d.id as domain_id, d.name as domain_name, d.stream
+  select x.*, p.organization_id as org, p.id as api_key, p.mode, d.id as domain_id, d.name as domain_name, d.stream, tv.template_ok
     from jsonb_to_recordset($2::jsonb) as x(
       req int, id uuid, pos int, at timestamptz, from_domain text, bulk boolean, from_address text, to_addresses jsonb,
       cc_addresses jsonb, bcc_addresses jsonb, reply_to text, subject text, html text, text text, headers jsonb, tags jsonb,
-      kind text, scheduled_at timestamptz, idempotency_key text, template_id uuid, template_version int)
+      kind text, scheduled_at timestamptz, idempotency_key text, template_id uuid, template_version int,
+      template_latest boolean)
     join p on p.req = x.req and p.admitted
+    cross join lateral (
+      -- Versions go only with their template, so the template row alone answers both questions.
+      select x.template_id is null or exists (
+        select 1 from templates t
+         where t.id = x.template_id and t.organization_id = p.organization_id
+           and (not x.template_latest or t.latest_version = x.template_version)) as template_ok
+    ) tv
     left join lateral (
       select d.id, d.name, d.stream from domains d
        where d.organization_id = p.organization_id and lower(d.name) = x.from_domain and d.status = 'verified'
@@ -81,7 +94,7 @@ with q as (
        limit 1
     ) d on true
 ), ok as (
-  select * from m where domain_id is not null and (not bulk or stream = 'bulk')
+  select * from m where template_ok and domain_id is not null and (not bulk or stream = 'bulk')
 ), r as (
   select x.*, ok.org, ok.at,
          exists (select 1 from suppressions s where s.organization_id = ok.org and s.email = x.address) as suppressed
@@ -122,10 +135,11 @@ select coalesce((select json_agg(json_build_object('req', q.req, 'known', p.req 
                    coalesce((select json_agg(r.address order by r.pos) from r where r.email_id = e.id and r.suppressed), '[]')))
                    from e), '[]') as stored,
        coalesce((select json_agg(json_build_object('id', m.id,
-                   'code', case when m.domain_id is null then 'domain_not_verified' else 'stream_mismatch' end))
-                   from m where m.domain_id is null or (m.bulk and m.stream <> 'bulk')), '[]') as refused`;
+                   'code', case when not m.template_ok then 'template_changed'
+                                when m.domain_id is null then 'domain_not_verified' else 'stream_mismatch' end))
+                   from m where not m.template_ok or m.domain_id is null or (m.bulk and m.stream <> 'bulk')), '[]') as refused`;
 
-const STORE_EMAILS: PreparedStatement = { name: 'store_emails_v8', text: STORE_EMAILS_SQL };
+const STORE_EMAILS: PreparedStatement = { name: 'store_emails_v9', text: STORE_EMAILS_SQL };
 
 /** A row for one of the statement's JSON arrays, columns named as in the statement. */
 export type StoreRow<Key extends string> = Record<Key, string> & Record<string, unknown>;

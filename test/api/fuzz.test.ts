@@ -168,7 +168,12 @@ const BODIES: { name: string; raw: string; type?: string }[] = [
   },
   {
     name: 'template data that renders too big',
-    raw: JSON.stringify({ from: 'a@x.test', to: 'b@x.test', template: { slug: 'fuzz-template', data: { name: 'x'.repeat(2_100_000) } }, data: { name: 'x'.repeat(2_100_000) } }),
+    raw: JSON.stringify({
+      from: 'a@x.test',
+      to: 'b@x.test',
+      template: { slug: 'fuzz-template', data: { name: 'x'.repeat(2_100_000) } },
+      data: { name: 'x'.repeat(2_100_000) },
+    }),
   },
   { name: 'a scalar', raw: '"text"' },
   { name: 'null', raw: 'null' },
@@ -318,7 +323,13 @@ describe('API fuzz: no 5xx and no writes for anything a client can send, on ever
     ids.template = 'fuzz-template';
     await t.call('POST', '/api/v1/templates', {
       as: 'admin',
-      body: { name: 'Fuzz', slug: ids.template, subject: 'Hi {{name}}', html: '<p>{{name}}</p>', variables: [{ key: 'name', type: 'string' }] },
+      body: {
+        name: 'Fuzz',
+        slug: ids.template,
+        subject: 'Hi {{name}}',
+        html: '<p>{{name}}</p>',
+        variables: [{ key: 'name', type: 'string' }],
+      },
     });
     await t.call('POST', `/api/v1/templates/${ids.template}/publish`, { as: 'admin' });
     ids.n = '1';

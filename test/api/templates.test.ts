@@ -81,7 +81,9 @@ describe('API: templates', function () {
     assert.equal((await admin('GET', `/api/v1/templates/${noSlug.body.id}`)).status, 404);
 
     const audit = await admin('GET', '/api/v1/audit-log?limit=100');
-    const actions = audit.body.data.filter((e: { target: { id: string } }) => e.target.id === made.body.id).map((e: { action: string }) => e.action);
+    const actions = audit.body.data
+      .filter((e: { target: { id: string } }) => e.target.id === made.body.id)
+      .map((e: { action: string }) => e.action);
     assert.deepEqual(actions.sort(), ['template.created', 'template.updated', 'template.updated']);
     assert.ok(audit.body.data.some((e: { action: string }) => e.action === 'template.deleted'));
   });
@@ -99,8 +101,22 @@ describe('API: templates', function () {
       { name: 'n', subject: 's', variables: [{ key: '__proto__', type: 'string' }] },
       { name: 'n', subject: 's', variables: [{ key: 'a', type: 'date' }] },
       { name: 'n', subject: 's', variables: [{ key: 'a', type: 'number', fallback: '1' }] },
-      { name: 'n', subject: 's', variables: [{ key: 'a', type: 'string' }, { key: 'a', type: 'string' }] },
-      { name: 'n', subject: 's', variables: [{ key: 'user', type: 'string' }, { key: 'user.name', type: 'string' }] },
+      {
+        name: 'n',
+        subject: 's',
+        variables: [
+          { key: 'a', type: 'string' },
+          { key: 'a', type: 'string' },
+        ],
+      },
+      {
+        name: 'n',
+        subject: 's',
+        variables: [
+          { key: 'user', type: 'string' },
+          { key: 'user.name', type: 'string' },
+        ],
+      },
       { name: 'n', subject: 's', variables: Array.from({ length: 51 }, (_, i) => ({ key: `v${i}`, type: 'string' })) },
     ];
     for (const body of bad) {
@@ -126,23 +142,34 @@ describe('API: templates', function () {
     assert.equal(res.body.error.code, 'validation_error');
     assert.match(res.body.error.message, /order\.id/);
     assert.match(res.body.error.message, /user\.first_name/);
-    assert.deepEqual(
-      res.body.error.details.map((d: { message: string }) => d.message).sort(),
-      ['order.id is used but not declared', 'user.first_name is used but not declared'],
-    );
+    assert.deepEqual(res.body.error.details.map((d: { message: string }) => d.message).sort(), [
+      'order.id is used but not declared',
+      'user.first_name is used but not declared',
+    ]);
 
     const bare = await admin('POST', '/api/v1/templates', { name: 'Bare', subject: 'Hello' });
     const noBody = await admin('POST', `/api/v1/templates/${bare.body.id}/publish`);
     assert.equal(noBody.status, 422);
     assert.match(noBody.body.error.message, /html or text/);
 
-    for (const html of ['{{{vip}}}', '{{#each vip}}{{/each}}', '{{lookup vip "x"}}', '{{> partial}}', '{{@root.vip}}', '{{../vip}}', '{{#if vip}']) {
+    for (const html of [
+      '{{{vip}}}',
+      '{{#each vip}}{{/each}}',
+      '{{lookup vip "x"}}',
+      '{{> partial}}',
+      '{{@root.vip}}',
+      '{{../vip}}',
+      '{{#if vip}',
+    ]) {
       await admin('PATCH', `/api/v1/templates/${bare.body.id}`, { html, variables: [{ key: 'vip', type: 'boolean' }] });
       const refused = await admin('POST', `/api/v1/templates/${bare.body.id}/publish`);
       assert.equal(refused.status, 422, html);
       assert.equal(refused.body.error.details[0].field, 'html', html);
     }
-    const versions = await sql('select count(*)::int as n from template_versions where template_id in (?, ?)', [made.body.id, bare.body.id]);
+    const versions = await sql('select count(*)::int as n from template_versions where template_id in (?, ?)', [
+      made.body.id,
+      bare.body.id,
+    ]);
     assert.equal(versions[0].n, 0, 'nothing was published');
   });
 
@@ -207,6 +234,38 @@ describe('API: templates', function () {
     }
   });
 
+  it('sends the version PostgreSQL sees: a publish or delete right after a send is never missed by the next one', async () => {
+    const id = await published({
+      name: 'Fresh',
+      slug: 'fresh',
+      subject: 'one {{n}}',
+      text: 'one',
+      variables: [{ key: 'n', type: 'string' }],
+    });
+    const subjectOf = async (res: { status: number; body: { id: string } }) => {
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      return (await t.call('GET', `/api/v1/emails/${res.body.id}`)).body.subject;
+    };
+    assert.equal(await subjectOf(await send({ slug: 'fresh', data: { n: 'a' } })), 'one a');
+    // Straight into the database, as another process would: nothing in this process hears of it.
+    await sql(`update templates set subject = 'two {{n}}', draft_revision = draft_revision + 1 where id = ?`, [id]);
+    await admin('POST', `/api/v1/templates/${id}/publish`);
+    assert.equal(await subjectOf(await send({ slug: 'fresh', data: { n: 'b' } })), 'two b', 'latest is the new version at once');
+    const batch = await t.call('POST', '/api/v1/emails/batch', {
+      body: [{ from: from(), to: 'x@example.com', template: { slug: 'fresh', data: { n: 'c' } } }],
+    });
+    assert.equal(await subjectOf({ status: 200, body: batch.body.data[0] }), 'two c');
+    assert.equal(await subjectOf(await send({ slug: 'fresh', version: 1, data: { n: 'd' } })), 'one d', 'a number still names its version');
+    await sql('delete from templates where id = ?', [id]);
+    const gone = await send({ slug: 'fresh', data: { n: 'e' } });
+    assert.equal(gone.status, 422);
+    assert.equal(gone.body.error.code, 'template_not_found');
+    const goneInBatch = await t.call('POST', '/api/v1/emails/batch', {
+      body: [{ from: from(), to: 'x@example.com', template: { id, version: 1, data: { n: 'f' } } }],
+    });
+    assert.equal(goneInBatch.body.data[0].error.code, 'template_not_found');
+  });
+
   it('escapes values in html only, makes text from html when there is none, and takes dotted or nested data with fallbacks', async () => {
     const id = await published({
       name: 'Escaping',
@@ -267,7 +326,15 @@ describe('API: templates', function () {
       assert.equal(res.status, 422);
       assert.equal(res.body.error.code, 'validation_error');
     }
-    for (const template of [{}, { id, slug: 'x' }, { id, version: 0 }, { id, version: 'draft' }, { id, data: [] }, { id, extra: 1 }, 'welcome']) {
+    for (const template of [
+      {},
+      { id, slug: 'x' },
+      { id, version: 0 },
+      { id, version: 'draft' },
+      { id, data: [] },
+      { id, extra: 1 },
+      'welcome',
+    ]) {
       const res = await send(template);
       assert.equal(res.status, 422, JSON.stringify(template));
       assert.equal(res.body.error.code, 'validation_error', JSON.stringify(template));
@@ -281,7 +348,12 @@ describe('API: templates', function () {
   });
 
   it('renders each batch item on its own: good and bad templates side by side', async () => {
-    const id = await published({ name: 'Batch', subject: 'Hi {{name}}', text: 'Hi {{name}}', variables: [{ key: 'name', type: 'string' }] });
+    const id = await published({
+      name: 'Batch',
+      subject: 'Hi {{name}}',
+      text: 'Hi {{name}}',
+      variables: [{ key: 'name', type: 'string' }],
+    });
     const item = (template: unknown, to: string) => ({ from: from(), to, template });
     const res = await t.call('POST', '/api/v1/emails/batch', {
       body: [
@@ -349,12 +421,21 @@ describe('API: templates', function () {
   });
 
   it('deletes a template: later sends get template_not_found, stored messages stay as they were', async () => {
-    const id = await published({ name: 'Gone', slug: 'gone', subject: 'Bye {{n}}', text: 'bye', variables: [{ key: 'n', type: 'string' }] });
+    const id = await published({
+      name: 'Gone',
+      slug: 'gone',
+      subject: 'Bye {{n}}',
+      text: 'bye',
+      variables: [{ key: 'n', type: 'string' }],
+    });
     const before = await send({ slug: 'gone', data: { n: 'x' } });
     assert.equal(before.status, 200);
     const del = await admin('DELETE', '/api/v1/templates/gone');
     assert.equal(del.status, 200);
-    for (const template of [{ id, data: { n: 'x' } }, { slug: 'gone', data: { n: 'x' } }]) {
+    for (const template of [
+      { id, data: { n: 'x' } },
+      { slug: 'gone', data: { n: 'x' } },
+    ]) {
       const res = await send(template);
       assert.equal(res.status, 422);
       assert.equal(res.body.error.code, 'template_not_found');

@@ -37,14 +37,20 @@ describe('core: templates', () => {
   it('names every missing, mistyped and undeclared key, and ignores undeclared ones when told to', () => {
     assert.deepEqual(
       // As JSON parses it: `__proto__` is an own key like any other.
-      fieldsOf(() => bindData(vars, JSON.parse('{"user": {"age": "old", "x": 1}, "__proto__": {"vip": true}, "other": [1]}'), 'refuse'), 'template_variables'),
+      fieldsOf(
+        () => bindData(vars, JSON.parse('{"user": {"age": "old", "x": 1}, "__proto__": {"vip": true}, "other": [1]}'), 'refuse'),
+        'template_variables',
+      ),
       ['data.__proto__', 'data.other', 'data.user.age', 'data.user.x', 'data.vip'],
     );
     assert.deepEqual(
       fieldsOf(() => bindData(vars, { 'user.age': 1, user: { age: 2 }, vip: true }, 'refuse'), 'template_variables'),
       ['data.user.age'],
     );
-    assert.deepEqual(fieldsOf(() => bindData(vars, { 'user.age': Infinity, vip: true }, 'refuse'), 'template_variables'), ['data.user.age']);
+    assert.deepEqual(
+      fieldsOf(() => bindData(vars, { 'user.age': Infinity, vip: true }, 'refuse'), 'template_variables'),
+      ['data.user.age'],
+    );
     const lenient = bindData(vars, { 'user.age': 1, vip: true, first_name: 'x', nested: { a: 1 } }, 'ignore') as Record<string, unknown>;
     assert.deepEqual(Object.keys(lenient).sort(), ['user', 'vip'], 'undeclared keys are not used');
   });
@@ -56,7 +62,21 @@ describe('core: templates', () => {
     );
     assert.deepEqual(faults, []);
     assert.deepEqual([...used].sort(), ['a.b', 'c', 'd', 'e', 'f', 'g', 'h', 'i']);
-    for (const source of ['{{{raw}}}', '{{& raw}}', '{{#each x}}{{/each}}', '{{#x}}{{/x}}', '{{> p}}', '{{x y}}', '{{x a=1}}', '{{@index}}', '{{../x}}', '{{"lit"}}', '{{#if (x y)}}{{/if}}', '{{#if a b}}{{/if}}', '{{x']) {
+    for (const source of [
+      '{{{raw}}}',
+      '{{& raw}}',
+      '{{#each x}}{{/each}}',
+      '{{#x}}{{/x}}',
+      '{{> p}}',
+      '{{x y}}',
+      '{{x a=1}}',
+      '{{@index}}',
+      '{{../x}}',
+      '{{"lit"}}',
+      '{{#if (x y)}}{{/if}}',
+      '{{#if a b}}{{/if}}',
+      '{{x',
+    ]) {
       assert.ok(analyzePart('html', source).faults.length > 0, source);
     }
     assert.deepEqual(analyzePart('text', '{{{raw}}}').faults, [], 'unescaped output is the same as escaped outside html');
@@ -75,19 +95,35 @@ describe('core: templates', () => {
     assert.equal(r.subject, '<i> & you');
     assert.equal(r.html, '<p>&lt;i&gt;</p><b>VIP</b>');
     assert.equal(r.text, '<i>\n\nVIP');
-    assert.deepEqual(fieldsOf(() => renderTemplate(compiled, { user: { first_name: 'a\nb', age: 1 }, vip: true }, 'refuse'), 'template_variables'), ['subject']);
+    assert.deepEqual(
+      fieldsOf(() => renderTemplate(compiled, { user: { first_name: 'a\nb', age: 1 }, vip: true }, 'refuse'), 'template_variables'),
+      ['subject'],
+    );
     assert.deepEqual(
       fieldsOf(() => checkPublishable({ ...content, html: '{{nope}}', subject: '{{also}}' }), 'validation_error'),
       ['variables', 'variables'],
     );
-    assert.deepEqual(fieldsOf(() => checkPublishable({ ...content, html: null }), 'validation_error'), ['html']);
+    assert.deepEqual(
+      fieldsOf(() => checkPublishable({ ...content, html: null }), 'validation_error'),
+      ['html'],
+    );
   });
 
   it('reads the send template object: one of id and slug, a version number or latest, data an object', () => {
     assert.deepEqual(parseTemplateRequest({ slug: 'welcome', version: 'latest' }).ref, { id: null, slug: 'welcome', version: null });
     assert.equal(parseTemplateRequest({ id: 'nope' }).unresolvable, true);
     assert.equal(parseTemplateRequest({ slug: 'Nope' }).unresolvable, true);
-    for (const bad of [{}, { id: 'a', slug: 'b' }, { id: 1 }, { slug: 'a', version: 1.5 }, { slug: 'a', version: '2' }, { slug: 'a', data: 'x' }, { slug: 'a', x: 1 }, null, []]) {
+    for (const bad of [
+      {},
+      { id: 'a', slug: 'b' },
+      { id: 1 },
+      { slug: 'a', version: 1.5 },
+      { slug: 'a', version: '2' },
+      { slug: 'a', data: 'x' },
+      { slug: 'a', x: 1 },
+      null,
+      [],
+    ]) {
       fieldsOf(() => parseTemplateRequest(bad), 'validation_error');
     }
   });

@@ -74,7 +74,7 @@ describe('Outbox: it holds the backlog and starts workflows as the engine has ro
         [prepared],
         { cost: 1 },
       );
-      assert.ok(!(r instanceof ServiceError), String(r));
+      if (r instanceof ServiceError || typeof r === 'symbol') assert.fail(String(r));
       ids.push(r.id);
     }
     return ids;
