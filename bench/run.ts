@@ -22,7 +22,9 @@ const SINGLE_CONCURRENCY = Number(process.env.BENCH_CONCURRENCY || 32);
 const BATCH_CONCURRENCY = Number(process.env.BENCH_BATCH_CONCURRENCY || 4);
 const POOL = 10;
 /** Rounds of the interleaved comparison of plain and templated sends. */
-const INTERLEAVED_ROUNDS = 3;
+const INTERLEAVED_ROUNDS = 5;
+/** Each round's phase: the rounds together last as long as one ordinary phase. */
+const ROUND_SECONDS = SECONDS / INTERLEAVED_ROUNDS;
 /**
  * For iterating on one path: BENCH_ONLY=live-single, test-single, live-batch, test-batch, template
  * (live single sends plain and with templates) or audience measures the baseline and that phase only
@@ -112,6 +114,13 @@ async function newDb(adminUrl: string, name: string): Promise<string> {
   return u.toString();
 }
 
+async function dropDb(adminUrl: string, name: string): Promise<void> {
+  const c = new Client({ connectionString: adminUrl });
+  await c.connect();
+  await c.query(`drop database if exists ${name} with (force)`);
+  await c.end();
+}
+
 async function main() {
   const log = pino({ level: 'info' }, pino.destination(2));
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'));
@@ -144,9 +153,13 @@ async function main() {
   await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', () => resolve()));
   const relayPort = (relay.server.address() as { port: number }).port;
 
-  /** The service on a fresh database of its own, sending to the relay. */
-  const startBenchService = async (database: string) =>
-    startService(
+  /**
+   * The service on a fresh database of its own, sending to the relay. Stopping it drops that
+   * database: a phase leaves a backlog of hundreds of thousands of rows, and autovacuum working
+   * through them would take CPU from the phases after it.
+   */
+  const startBenchService = async (database: string) => {
+    const service = await startService(
       {
         ...readConfig({}),
         databaseUrl: await newDb(adminUrl, database),
@@ -159,21 +172,29 @@ async function main() {
       },
       { log: pino({ level: 'warn' }, pino.destination(2)) },
     );
+    const stop = service.stop.bind(service);
+    return Object.assign(service, {
+      stop: async () => {
+        await stop();
+        await dropDb(adminUrl, database);
+      },
+    });
+  };
 
   /**
-   * Compares request bodies on one service in alternating rounds (A B C A B C …, each round a third
-   * of a phase after one discarded warm-up each): on a noisy machine the rate drifts by a third
+   * Compares request bodies on one service in alternating rounds (A B C A B C …, after one
+   * discarded warm-up each): on a noisy machine the rate drifts by a third
    * between phases minutes apart, so a ratio of two phases measured in turn says little.
    */
   const interleaved = async (url: string, tokens: string[], bodies: unknown[]): Promise<Result[]> => {
     const sum = bodies.map((): Result => ({ requests: 0, errors: 0, firstError: '', seconds: 0, rps: 0, p50: 0, p99: 0 }));
     const p50s: number[][] = bodies.map(() => []);
     const p99s: number[][] = bodies.map(() => []);
-    for (const body of bodies) await load(`${url}/api/v1/emails`, tokens, body, SINGLE_CONCURRENCY, SECONDS / 3);
+    for (const body of bodies) await load(`${url}/api/v1/emails`, tokens, body, SINGLE_CONCURRENCY, ROUND_SECONDS);
     for (let round = 0; round < INTERLEAVED_ROUNDS; round++) {
       log.info({ round: round + 1, of: INTERLEAVED_ROUNDS }, 'POST /emails plain and with templates, in turn');
       for (const [i, body] of bodies.entries()) {
-        const r = await load(`${url}/api/v1/emails`, tokens, body, SINGLE_CONCURRENCY, SECONDS / 3);
+        const r = await load(`${url}/api/v1/emails`, tokens, body, SINGLE_CONCURRENCY, ROUND_SECONDS);
         sum[i].requests += r.requests;
         sum[i].errors += r.errors;
         sum[i].firstError ||= r.firstError;
@@ -318,7 +339,7 @@ ${TEMPLATES.map((t, i) => row(`POST /emails with a template: ${t.label}, live ke
 ${row(`POST /contacts, a new contact with properties and a topic per request (concurrency ${SINGLE_CONCURRENCY})`, audience.upsert, 0).replace(/\| [\d.]+ \| ([\d.]+ \| [\d.]+ \| \d+ \| \d+ \|)$/, '| – | $1')}
 
 - Live single sends run at **${f(ratio * 100, 0)}%** of the baseline's request rate (goal ≥ 40%); test-key single sends at ${f((test.single.rps / base.rps) * 100, 0)}%.
-- Single sends with a template run at **${TEMPLATES.map((t, i) => `${f((live.templated[i + 2].rps / live.templated[0].rps) * 100, 0)}% (${t.label})`).join(', ')}** of plain live single sends measured in turn with them (${INTERLEAVED_ROUNDS} rounds of ${f(SECONDS / 3, 0)} s each, goal ≥ 80%); the same content sent plain runs at ${f((live.templated[1].rps / live.templated[0].rps) * 100, 0)}%, so that much of the difference is the larger message, not the template.
+- Single sends with a template run at **${TEMPLATES.map((t, i) => `${f((live.templated[i + 2].rps / live.templated[0].rps) * 100, 0)}% (${t.label})`).join(', ')}** of plain live single sends measured in turn with them (${INTERLEAVED_ROUNDS} rounds of ${f(ROUND_SECONDS, 0)} s each, goal ≥ 80%); the same content sent plain runs at ${f((live.templated[1].rps / live.templated[0].rps) * 100, 0)}%: the gap between that row and a templated one is what templating costs, the rest is the larger message.
 - Live batches accept **${f(batchMsgs, 0)}** messages per second (goal ≥ 2,000); test-key batches ${f(test.batch.rps * 100, 0)}.
 - Contact upserts run at **${f((audience.upsert.rps / base.rps) * 100, 0)}%** of the baseline's request rate (goal ≥ 40%).
 - Still queued when each run ended (the engine's backlog): live ${live.backlog}, test ${test.backlog}.

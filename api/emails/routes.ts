@@ -9,9 +9,9 @@ import type { AuthState } from '../../core/auth';
 import { ServiceError, notFound, validationError } from '../../core/errors';
 import { isPlainObject } from '../../core/validate';
 import { prepareEmail, type PreparedEmail } from '../../core/emails/prepare';
-import type { Credentials } from '../../core/emails/accept';
+import type { Accepted, Credentials } from '../../core/emails/accept';
 import { GroupStore } from '../../core/emails/group-store';
-import { acceptRendered, renderTemplatedEmails } from '../../core/emails/render-templates';
+import { acceptRendered, renderTemplatedEmails, replaysOfRefusedRenders } from '../../core/emails/render-templates';
 import type { TemplateResolver } from '../../core/templates/resolver';
 import { invalidKey } from '../../core/auth';
 import { CANCEL_SIGNAL } from '../../workflows/send-email';
@@ -53,7 +53,7 @@ export function emailRoutes(deps: EmailRoutesDeps): Router<ApiState> {
   // No permission check: every tier (SEND, FULL, ADMIN) may send, read and cancel mail.
 
   router.post('/emails', async (ctx) => {
-    let prepared: PreparedEmail;
+    let prepared: PreparedEmail | undefined;
     try {
       const body = await readJsonBody(ctx, deps.maxBodyBytes);
       const headerKey = ctx.get('idempotency-key');
@@ -73,6 +73,17 @@ export function emailRoutes(deps: EmailRoutesDeps): Router<ApiState> {
       // before it is authenticated and charged first, so a bad key still answers 401 (or 429)
       // ahead of any complaint about the body.
       if (!ctx.state.charge) await authenticateRequest(orm, ctx, credentials(ctx).tokenHash, 1, false);
+      if (prepared?.idempotencyKey) {
+        const replays = await replaysOfRefusedRenders(deps, auth(ctx).organization.id, [
+          { idempotencyKey: prepared.idempotencyKey, result: err },
+        ]);
+        const replay = replays.get(0);
+        if (replay) {
+          ctx.set('Idempotent-Replayed', 'true');
+          ctx.body = { id: replay.id };
+          return;
+        }
+      }
       throw err;
     }
     const [result] = await acceptRendered(accept, credentials(ctx), credentials(ctx), [prepared], { cost: 1 });
@@ -111,9 +122,17 @@ export function emailRoutes(deps: EmailRoutesDeps): Router<ApiState> {
       const valid = parsed.filter((p): p is PreparedEmail => !(p instanceof ServiceError));
       const scope = { organizationId: auth(ctx).organization.id };
       const rendered = (await renderTemplatedEmails(deps.templates, scope, valid))!;
+      const replays = await replaysOfRefusedRenders(
+        deps,
+        scope.organizationId,
+        valid.map((item, i) => ({ idempotencyKey: item.idempotencyKey, result: rendered[i] })),
+      );
       let r = 0;
-      const outcome: ({ prepared: PreparedEmail } | { error: ServiceError })[] = parsed.map((p) => {
-        const item = p instanceof ServiceError ? p : rendered[r++];
+      const outcome: ({ prepared: PreparedEmail } | { error: ServiceError } | { replay: Accepted })[] = parsed.map((p) => {
+        if (p instanceof ServiceError) return { error: p };
+        const replay = replays.get(r);
+        const item = rendered[r++];
+        if (replay) return { replay };
         return item instanceof ServiceError ? { error: item } : { prepared: item };
       });
       const ok = outcome.filter((o): o is { prepared: PreparedEmail } => 'prepared' in o);
@@ -127,7 +146,7 @@ export function emailRoutes(deps: EmailRoutesDeps): Router<ApiState> {
       let next = 0;
       ctx.body = {
         data: outcome.map((o) => {
-          const r = 'error' in o ? o.error : accepted[next++];
+          const r = 'error' in o ? o.error : 'replay' in o ? o.replay : accepted[next++];
           if (r instanceof ServiceError) return { error: { code: r.code, message: r.message } };
           return { id: r.id, ...(r.suppressed.length ? { suppressed: r.suppressed } : {}) };
         }),

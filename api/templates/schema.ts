@@ -1,6 +1,6 @@
 import * as yup from 'yup';
 import { SLUG_RE } from '../../core/contacts/rules';
-import { MAX_BODY_PART_BYTES } from '../../core/emails/schema';
+import { bodyPart } from '../../core/emails/schema';
 import { isUuid } from '../../db/ids';
 
 const NO_LINE_BREAKS = /^[^\r\n]*$/;
@@ -13,23 +13,14 @@ const slug = yup
   .test('not-uuid', 'slug must not have the shape of a template id (a UUID)', (v) => v === undefined || v === null || !isUuid(v));
 /** The subject's source: the send rules for a subject (1–998, one line) hold for the template text too. */
 const subject = yup.string().strict().min(1).max(998).matches(NO_LINE_BREAKS, 'subject must not contain line breaks');
-const part = (label: string) =>
-  yup
-    .string()
-    .strict()
-    .test(
-      'size',
-      `${label} must be at most ${MAX_BODY_PART_BYTES} bytes`,
-      (v) => v === undefined || v === null || Buffer.byteLength(v, 'utf8') <= MAX_BODY_PART_BYTES,
-    );
 
 export const createTemplateSchema = yup
   .object({
     name: name.required('name is required'),
     slug,
     subject: subject.required('subject is required'),
-    html: part('html'),
-    text: part('text'),
+    html: bodyPart('html'),
+    text: bodyPart('text'),
     // Checked by parseVariables.
     variables: yup.mixed(),
   })
@@ -42,8 +33,8 @@ export const updateTemplateSchema = yup
     name,
     slug: slug.nullable(),
     subject,
-    html: part('html').nullable(),
-    text: part('text').nullable(),
+    html: bodyPart('html').nullable(),
+    text: bodyPart('text').nullable(),
     variables: yup.mixed(),
   })
   .noUnknown(({ unknown }) => `unknown field(s): ${unknown}`)

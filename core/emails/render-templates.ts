@@ -4,6 +4,7 @@ import { renderTemplate } from '../templates/render';
 import { templateNotFound, type ResolveScope, type TemplateResolver } from '../templates/resolver';
 import { acceptEmails, TEMPLATE_CHANGED, type AcceptDeps, type AcceptOptions, type Accepted, type Credentials } from './accept';
 import type { PreparedEmail } from './prepare';
+import { findIdempotencyReplays } from '../../db/sql/idempotency-replays';
 
 /**
  * Renders the prepared sends that name a template (spec: "rendered when the request is accepted;
@@ -51,6 +52,33 @@ export async function renderTemplatedEmails(
   });
 }
 
+const TEMPLATE_CODES = new Set(['template_not_found', 'template_variables']);
+
+/**
+ * Idempotency before the template: a retry of a send that was stored is a replay even when its
+ * template has since changed or gone (what the first attempt rendered is what is sent). Answers,
+ * for each item refused by its template that carries an idempotency key its organization already
+ * used, the stored message (and wakes the dispatcher for one never queued).
+ */
+export async function replaysOfRefusedRenders(
+  deps: Pick<AcceptDeps, 'orm' | 'dispatch'>,
+  organizationId: string,
+  items: { idempotencyKey: string | null; result: unknown }[],
+): Promise<Map<number, Accepted>> {
+  const keys = new Map<string, number[]>();
+  items.forEach((item, i) => {
+    if (item.idempotencyKey === null || !(item.result instanceof ServiceError) || !TEMPLATE_CODES.has(item.result.code)) return;
+    keys.set(item.idempotencyKey, [...(keys.get(item.idempotencyKey) ?? []), i]);
+  });
+  const out = new Map<number, Accepted>();
+  if (keys.size === 0) return out;
+  for (const prior of await findIdempotencyReplays(deps.orm, organizationId, [...keys.keys()])) {
+    for (const i of keys.get(prior.idempotency_key) ?? []) out.set(i, { id: prior.id, suppressed: [], replayed: true });
+    if (prior.enqueued_at === null) deps.dispatch();
+  }
+  return out;
+}
+
 /** Rounds of rendering again before a message whose template keeps changing is refused. */
 const RENDER_ROUNDS = 3;
 
@@ -82,10 +110,19 @@ export async function acceptRendered(
       stale.map((i) => current[i]),
       { fresh: true },
     );
+    const organizationId = deps.templates.organizationOf(scope);
+    const replays = organizationId
+      ? await replaysOfRefusedRenders(
+          deps,
+          organizationId,
+          stale.map((i, n) => ({ idempotencyKey: current[i].idempotencyKey, result: again?.[n] })),
+        )
+      : new Map<number, Accepted>();
     const ready: number[] = [];
     stale.forEach((i, n) => {
       const r = again === null ? invalidKey() : again[n]; // null: the key was revoked meanwhile
-      if (r instanceof ServiceError) results[i] = r;
+      if (replays.has(n)) results[i] = replays.get(n)!;
+      else if (r instanceof ServiceError) results[i] = r;
       else {
         current[i] = r;
         ready.push(i);

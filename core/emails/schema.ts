@@ -58,14 +58,15 @@ const addressList = (label: string) =>
       return Array.isArray(list) && list.every((s) => typeof s === 'string' && parseMailbox(s) !== null);
     });
 
-const bodyPart = (label: string) =>
+/** An html or text part: at most 2 MB of UTF-8 (sends and template drafts). */
+export const bodyPart = (label: string) =>
   yup
     .string()
     .strict()
     .test(
       'size',
       `${label} must be at most ${MAX_BODY_PART_BYTES} bytes`,
-      (v) => v === undefined || Buffer.byteLength(v, 'utf8') <= MAX_BODY_PART_BYTES,
+      (v) => v === undefined || v === null || Buffer.byteLength(v, 'utf8') <= MAX_BODY_PART_BYTES,
     );
 
 export const tagSchema = yup

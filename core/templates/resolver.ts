@@ -125,6 +125,11 @@ export class TemplateResolver {
     });
   }
 
+  /** The organization a scope names, when known (a token's, once a lookup by it found its key). */
+  organizationOf(scope: ResolveScope): string | undefined {
+    return 'organizationId' in scope ? scope.organizationId : this.organizations.get(scope.tokenHash);
+  }
+
   private get(versionId: string): CompiledTemplate | undefined {
     const hit = this.compiled.get(versionId);
     if (hit) {

@@ -430,8 +430,33 @@ describe('API: templates', function () {
     });
     const before = await send({ slug: 'gone', data: { n: 'x' } });
     assert.equal(before.status, 200);
+    const keyed = await t.call('POST', '/api/v1/emails', {
+      body: { from: from(), to: 'k@example.com', template: { slug: 'gone', data: { n: 'k' } } },
+      headers: { 'idempotency-key': `gone-${id}` },
+    });
+    assert.equal(keyed.status, 200, JSON.stringify(keyed.body));
+    const batchItem = {
+      from: from(),
+      to: 'b@example.com',
+      template: { slug: 'gone', data: { n: 'b' } },
+      idempotency_key: `gone-batch-${id}`,
+    };
+    const keyedBatch = await t.call('POST', '/api/v1/emails/batch', { body: [batchItem] });
     const del = await admin('DELETE', '/api/v1/templates/gone');
     assert.equal(del.status, 200);
+    // Idempotency first: a retry of a stored send is a replay, whatever became of its template.
+    const retried = await t.call('POST', '/api/v1/emails', {
+      body: { from: from(), to: 'k@example.com', template: { slug: 'gone', data: { n: 'k' } } },
+      headers: { 'idempotency-key': `gone-${id}` },
+    });
+    assert.equal(retried.status, 200, JSON.stringify(retried.body));
+    assert.equal(retried.body.id, keyed.body.id);
+    assert.equal(retried.headers.get('idempotent-replayed'), 'true');
+    const retriedBatch = await t.call('POST', '/api/v1/emails/batch', {
+      body: [batchItem, { ...batchItem, idempotency_key: `new-${id}` }],
+    });
+    assert.equal(retriedBatch.body.data[0].id, keyedBatch.body.data[0].id);
+    assert.equal(retriedBatch.body.data[1].error.code, 'template_not_found');
     for (const template of [
       { id, data: { n: 'x' } },
       { slug: 'gone', data: { n: 'x' } },
