@@ -25,6 +25,8 @@ export const templateNotFound = (ref: TemplateRef) =>
     [{ field: 'template', message: 'missing, deleted or not published' }],
   );
 
+const keyOf = (organizationId: string, r: TemplateRef) => `${organizationId}|${r.id ?? ''}|${r.slug ?? ''}|${r.version ?? ''}`;
+
 /** Which version a ref named when last asked. */
 interface Resolution {
   templateId: string;
@@ -85,7 +87,17 @@ export class TemplateResolver {
     opts: { fresh?: boolean } = {},
   ): Promise<(ResolvedTemplate | ServiceError)[] | null> {
     const org = 'organizationId' in scope ? scope.organizationId : this.organizations.get(scope.tokenHash);
-    const keyOf = (o: string, r: TemplateRef) => `${o}|${r.id ?? ''}|${r.slug ?? ''}|${r.version ?? ''}`;
+    if (!opts.fresh && org !== undefined) {
+      // The common case, a send whose ref and version were seen before: no lookup, no allocation beyond the answer.
+      const hits: ResolvedTemplate[] = [];
+      for (const ref of refs) {
+        const f = this.resolutions.get(keyOf(org, ref));
+        const compiled = f && this.get(f.versionId);
+        if (!compiled) break;
+        hits.push({ templateId: f.templateId, versionId: f.versionId, version: f.version, latest: ref.version === null, compiled });
+      }
+      if (hits.length === refs.length) return hits;
+    }
     const found: (Resolution | undefined)[] = refs.map((r) =>
       opts.fresh || org === undefined ? undefined : this.resolutions.get(keyOf(org, r)),
     );
