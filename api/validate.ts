@@ -1,7 +1,17 @@
 import type Koa from 'koa';
+import * as yup from 'yup';
 import type { AnyObject, AnySchema, InferType, ObjectSchema } from 'yup';
 import { validationError } from '../core/errors';
-import { isPlainObject, validate } from '../core/validate';
+import { isPlainObject, NO_LINE_BREAKS, validate } from '../core/validate';
+
+/** The name of a managed resource (topic, segment, template): 1–200 characters on one line. */
+export const resourceName = () => yup.string().strict().trim().min(1).max(200).matches(NO_LINE_BREAKS, 'name must not contain line breaks');
+
+/** `limit` and `cursor` of a list (the envelope and keyset paging of api/cursor.ts). */
+export const listQuerySchema = yup.object({
+  limit: yup.number().integer('limit must be an integer').min(1).max(100).default(25),
+  cursor: yup.string(),
+});
 import { readJsonBody } from './middleware/json-body';
 
 /**

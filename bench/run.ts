@@ -13,6 +13,8 @@ import { readConfig } from '../server/config';
 import { startService } from '../server/service';
 import { createDomain, createKey, createOrganization } from '../core/provisioning';
 import { startBaseline } from './baseline';
+import { compileTemplate, renderTemplate } from '../core/templates/render';
+import { parseVariables } from '../core/templates/variables';
 import { benchAudienceReads, UPSERT_BODY, AUDIENCE_CONTACTS, type AudienceResult } from './audience';
 import { Client } from 'pg';
 import { SMTPServer } from 'smtp-server';
@@ -90,18 +92,23 @@ const TEMPLATES = [
     variables: TEMPLATE_VARIABLES,
   },
 ];
-/** What the first template renders to with TEMPLATE_DATA, sent as a plain message: the cost of the content alone. */
+/** `__SEQ__` becomes a unique number per request (bench/load.ts). */
+const TEMPLATE_DATA = { 'user.first_name': 'Ann', order: { id: 'A-__SEQ__', total: 42.5 }, vip: true };
+/** What the first template renders to with TEMPLATE_DATA, rendered by the service's own code and sent plain: the cost of the content alone. */
 const RENDERED = {
   from: 'Bench <bench@bench.test>',
   to: 'someone@example.com',
-  subject: 'Order A-__SEQ__ confirmed, Ann',
-  html:
-    '<h1>Welcome, Ann!</h1><p>Your order <b>A-__SEQ__</b> of 42.5 is confirmed.</p><p>As a VIP you get free shipping.</p>' +
-    '<p><a href="https://shop.example/orders/A-__SEQ__">See your order</a></p>',
-  text: 'Welcome, Ann! Order A-__SEQ__ of 42.5 is confirmed. https://shop.example/orders/A-__SEQ__',
+  ...renderTemplate(
+    compileTemplate({
+      subject: TEMPLATES[0].subject,
+      html: TEMPLATES[0].html,
+      text: TEMPLATES[0].text ?? null,
+      variables: parseVariables(TEMPLATE_VARIABLES),
+    }),
+    TEMPLATE_DATA,
+    'refuse',
+  ),
 };
-/** `__SEQ__` becomes a unique number per request (bench/load.ts). */
-const TEMPLATE_DATA = { 'user.first_name': 'Ann', order: { id: 'A-__SEQ__', total: 42.5 }, vip: true };
 
 async function newDb(adminUrl: string, name: string): Promise<string> {
   const c = new Client({ connectionString: adminUrl });

@@ -1,6 +1,9 @@
 import { ValidationError, type AnySchema, type InferType } from 'yup';
 import { validationError, type ServiceError } from './errors';
 
+/** One line: header values, subjects, names. */
+export const NO_LINE_BREAKS = /^[^\r\n]*$/;
+
 export function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

@@ -1,23 +1,17 @@
 import type Router from '@koa/router';
-import * as yup from 'yup';
 import type { Orm } from '../../db/orm';
 import { AuditEntry } from '../../db/entities';
-import { validateQuery } from '../validate';
+import { listQuerySchema, validateQuery } from '../validate';
 import { requirePermission } from '../middleware/auth';
 import { apiRouter, auth, type ApiState } from '../state';
 import { listBody, olderThanCursor, pageOf } from '../cursor';
-
-const querySchema = yup.object({
-  limit: yup.number().integer('limit must be an integer').min(1).max(100).default(25),
-  cursor: yup.string(),
-});
 
 /** The organization's audit log (ADMIN): newest first, keyset-paginated like GET /emails. */
 export function auditLogRoutes(deps: { orm: Orm }): Router<ApiState> {
   const router = apiRouter();
   router.get('/audit-log', requirePermission('admin'), async (ctx) => {
     const a = auth(ctx);
-    const q: yup.InferType<typeof querySchema> = validateQuery(querySchema, ctx.query);
+    const q = validateQuery(listQuerySchema, ctx.query);
     const where = { organizationId: a.organization.id, ...olderThanCursor(q.cursor) };
     const rows = await deps.orm.em.fork().find(AuditEntry, where, { orderBy: { createdAt: 'desc', id: 'desc' }, limit: q.limit + 1 });
     const { page, nextCursor } = pageOf(rows, q.limit);

@@ -1,9 +1,8 @@
 import * as yup from 'yup';
+import { listQuerySchema } from '../validate';
 import { CONTACT_STATUSES, SUBSCRIPTION_STATES } from '../../core/contacts/rules';
 
-export const listContactsQuerySchema = yup.object({
-  limit: yup.number().integer('limit must be an integer').min(1).max(100).default(25),
-  cursor: yup.string(),
+export const listContactsQuerySchema = listQuerySchema.shape({
   status: yup.string().oneOf(CONTACT_STATUSES, `status must be one of: ${CONTACT_STATUSES.join(', ')}`),
   topic: yup.string().max(200),
   /** The effective state for `topic`; both or neither. */

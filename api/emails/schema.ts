@@ -1,4 +1,5 @@
 import * as yup from 'yup';
+import { listQuerySchema } from '../validate';
 import { parseTimestamp } from '../../core/time';
 
 const timestamp = (name: string) =>
@@ -10,9 +11,7 @@ const timestamp = (name: string) =>
       (v) => v === undefined || parseTimestamp(v) !== null,
     );
 
-export const listEmailsQuerySchema = yup.object({
-  limit: yup.number().integer('limit must be an integer').min(1).max(100).default(25),
-  cursor: yup.string(),
+export const listEmailsQuerySchema = listQuerySchema.shape({
   status: yup
     .string()
     .oneOf(['queued', 'sending', 'sent', 'delivered', 'bounced', 'complained', 'failed', 'suppressed', 'canceled', 'unconfirmed']),

@@ -7,10 +7,9 @@ import { notFound } from '../../core/errors';
 import { parseSegmentFilter, resolveConditions } from '../../core/segments/filter';
 import { requirePermission } from '../middleware/auth';
 import { apiRouter, auth, type ApiContext, type ApiState } from '../state';
-import { readValidBody, validateQuery } from '../validate';
+import { listQuerySchema, readValidBody, validateQuery } from '../validate';
 import { listBody, olderThanCursor, pageOf } from '../cursor';
 import { audit } from '../audit';
-import { listQuerySchema } from '../topics/schema';
 import { createSegmentSchema, type CreateSegmentBody } from './schema';
 import { presentSegment } from './present';
 

@@ -1,17 +1,9 @@
 import * as yup from 'yup';
-
-const NO_LINE_BREAKS = /^[^\r\n]*$/;
+import { resourceName } from '../validate';
 
 export const createSegmentSchema = yup
   .object({
-    name: yup
-      .string()
-      .strict()
-      .trim()
-      .required('name is required')
-      .min(1)
-      .max(200)
-      .matches(NO_LINE_BREAKS, 'name must not contain line breaks'),
+    name: resourceName().required('name is required'),
     // Checked by parseSegmentFilter.
     filter: yup.mixed().required('filter is required'),
   })

@@ -12,12 +12,11 @@ import { checkPublishable, compileTemplate, renderTemplate, type CompiledTemplat
 import type { TemplateResolver } from '../../core/templates/resolver';
 import { requirePermission } from '../middleware/auth';
 import { apiRouter, auth, type ApiContext, type ApiState } from '../state';
-import { readValidBody, validateQuery } from '../validate';
+import { listQuerySchema, readValidBody, validateQuery } from '../validate';
 import { listBody, olderThanCursor, pageOf } from '../cursor';
 import { audit } from '../audit';
 import {
   createTemplateSchema,
-  listQuerySchema,
   renderTemplateSchema,
   updateTemplateSchema,
   type CreateTemplateBody,

@@ -2,9 +2,10 @@ import * as yup from 'yup';
 import { SLUG_RE } from '../../core/contacts/rules';
 import { bodyPart } from '../../core/emails/schema';
 import { isUuid } from '../../db/ids';
+import { NO_LINE_BREAKS } from '../../core/validate';
+import { resourceName } from '../validate';
 
-const NO_LINE_BREAKS = /^[^\r\n]*$/;
-const name = yup.string().strict().trim().min(1).max(200).matches(NO_LINE_BREAKS, 'name must not contain line breaks');
+const name = resourceName();
 const slug = yup
   .string()
   .strict()
@@ -55,11 +56,6 @@ export const renderTemplateSchema = yup
   })
   .noUnknown(({ unknown }) => `unknown field(s): ${unknown}`)
   .strict();
-
-export const listQuerySchema = yup.object({
-  limit: yup.number().integer('limit must be an integer').min(1).max(100).default(25),
-  cursor: yup.string(),
-});
 
 export type CreateTemplateBody = yup.InferType<typeof createTemplateSchema>;
 export type UpdateTemplateBody = yup.InferType<typeof updateTemplateSchema>;

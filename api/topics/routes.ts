@@ -7,10 +7,10 @@ import { ServiceError, notFound } from '../../core/errors';
 import { SLUG_RE } from '../../core/contacts/rules';
 import { requirePermission } from '../middleware/auth';
 import { apiRouter, auth, type ApiContext, type ApiState } from '../state';
-import { readValidBody, validateQuery } from '../validate';
+import { listQuerySchema, readValidBody, validateQuery } from '../validate';
 import { listBody, olderThanCursor, pageOf } from '../cursor';
 import { audit } from '../audit';
-import { createTopicSchema, listQuerySchema, updateTopicSchema, type CreateTopicBody, type UpdateTopicBody } from './schema';
+import { createTopicSchema, updateTopicSchema, type CreateTopicBody, type UpdateTopicBody } from './schema';
 import { presentTopic } from './present';
 
 /** Topics (ADMIN; audit-logged), named by slug in paths as everywhere else. */

@@ -1,8 +1,8 @@
 import * as yup from 'yup';
 import { SLUG_RE } from '../../core/contacts/rules';
+import { resourceName } from '../validate';
 
-const NO_LINE_BREAKS = /^[^\r\n]*$/;
-const name = yup.string().strict().trim().min(1).max(200).matches(NO_LINE_BREAKS, 'name must not contain line breaks');
+const name = resourceName();
 
 export const createTopicSchema = yup
   .object({
@@ -23,11 +23,6 @@ export const updateTopicSchema = yup
   .object({ name, default_opt_in: yup.boolean().strict() })
   .noUnknown(({ unknown }) => `unknown field(s): ${unknown}`)
   .strict();
-
-export const listQuerySchema = yup.object({
-  limit: yup.number().integer('limit must be an integer').min(1).max(100).default(25),
-  cursor: yup.string(),
-});
 
 export type CreateTopicBody = yup.InferType<typeof createTopicSchema>;
 export type UpdateTopicBody = yup.InferType<typeof updateTopicSchema>;

@@ -110,19 +110,10 @@ export async function acceptRendered(
       stale.map((i) => current[i]),
       { fresh: true },
     );
-    const organizationId = deps.templates.organizationOf(scope);
-    const replays = organizationId
-      ? await replaysOfRefusedRenders(
-          deps,
-          organizationId,
-          stale.map((i, n) => ({ idempotencyKey: current[i].idempotencyKey, result: again?.[n] })),
-        )
-      : new Map<number, Accepted>();
     const ready: number[] = [];
     stale.forEach((i, n) => {
       const r = again === null ? invalidKey() : again[n]; // null: the key was revoked meanwhile
-      if (replays.has(n)) results[i] = replays.get(n)!;
-      else if (r instanceof ServiceError) results[i] = r;
+      if (r instanceof ServiceError) results[i] = r;
       else {
         current[i] = r;
         ready.push(i);

@@ -1,7 +1,7 @@
 import * as yup from 'yup';
 import { parseMailbox } from './address';
 import { parseTimestamp } from '../time';
-import { isPlainObject } from '../validate';
+import { isPlainObject, NO_LINE_BREAKS } from '../validate';
 
 export const MAX_RECIPIENTS = 50;
 export const MAX_BODY_PART_BYTES = 2_000_000;
@@ -36,7 +36,6 @@ export const RESERVED_HEADERS = new Set(
 /** Dropped silently: the service owns unsubscribe headers. */
 export const DROPPED_HEADERS = new Set(['list-unsubscribe', 'list-unsubscribe-post']);
 
-const NO_LINE_BREAKS = /^[^\r\n]*$/;
 // A flat character class: a grouped pattern backtracks through megabytes of content and overflows the stack.
 const BASE64_CHARS = /^[A-Za-z0-9+/]*={0,2}$/;
 const isBase64 = (s: string) => s.length % 4 === 0 && BASE64_CHARS.test(s);

@@ -86,60 +86,45 @@ export class TemplateResolver {
     refs: TemplateRef[],
     opts: { fresh?: boolean } = {},
   ): Promise<(ResolvedTemplate | ServiceError)[] | null> {
-    const org = 'organizationId' in scope ? scope.organizationId : this.organizations.get(scope.tokenHash);
-    if (!opts.fresh && org !== undefined) {
-      // The common case, a send whose ref and version were seen before: no lookup, no allocation beyond the answer.
-      const hits: ResolvedTemplate[] = [];
-      for (const ref of refs) {
-        const f = this.resolutions.get(keyOf(org, ref));
-        const compiled = f && this.get(f.versionId);
-        if (!compiled) break;
-        hits.push({ templateId: f.templateId, versionId: f.versionId, version: f.version, latest: ref.version === null, compiled });
-      }
-      if (hits.length === refs.length) return hits;
-    }
-    const found: (Resolution | undefined)[] = refs.map((r) =>
-      opts.fresh || org === undefined ? undefined : this.resolutions.get(keyOf(org, r)),
-    );
-    const ask = refs.map((r, i) => ({ r, i })).filter(({ i }) => found[i] === undefined);
+    const known = 'organizationId' in scope ? scope.organizationId : this.organizations.get(scope.tokenHash);
+    const found: (Resolution | undefined)[] = [];
+    const ask: number[] = [];
+    refs.forEach((ref, i) => {
+      found[i] = opts.fresh || known === undefined ? undefined : this.resolutions.get(keyOf(known, ref));
+      if (found[i] === undefined) ask.push(i);
+    });
     if (ask.length) {
       const rows = await resolveTemplates(
         this.orm,
         scope,
-        ask.map(({ r }) => r),
+        ask.map((i) => refs[i]),
       );
       if (rows.length === 0) return null;
       const organizationId = rows[0].organization_id;
       if ('tokenHash' in scope) this.organizations.set(scope.tokenHash, organizationId);
       for (const row of rows) {
         if (row.version_id === null) continue;
-        const { r, i } = ask[row.i];
+        const i = ask[row.i];
         found[i] = { templateId: row.template_id!, versionId: row.version_id, version: row.version! };
-        this.resolutions.set(keyOf(organizationId, r), found[i]!);
+        this.resolutions.set(keyOf(organizationId, refs[i]), found[i]!);
       }
     }
-    const missing = [...new Set(found.filter((f) => f !== undefined && !this.compiled.has(f.versionId)).map((f) => f!.versionId))];
-    // Held here too: a request naming many large versions may push its own out of the cache.
-    const loaded = new Map<string, CompiledTemplate>();
+    // Held per ref, not only in the cache: a request naming many large versions may push its own out.
+    const compiled = found.map((f) => f && this.get(f.versionId));
+    const missing = [...new Set(found.flatMap((f, i) => (f && !compiled[i] ? [f.versionId] : [])))];
     if (missing.length) {
       for (const v of await readTemplateVersions(this.orm, missing)) {
         const c = compileTemplate(v);
-        loaded.set(v.id, c);
         this.remember(v.id, c);
+        found.forEach((f, i) => f?.versionId === v.id && (compiled[i] = c));
       }
     }
     return refs.map((ref, i) => {
       const f = found[i];
-      const compiled = f && (loaded.get(f.versionId) ?? this.get(f.versionId));
+      const c = compiled[i];
       // A version remembered but gone by now (its template deleted) is not found.
-      if (!f || !compiled) return templateNotFound(ref);
-      return { ...f, latest: ref.version === null, compiled };
+      return f && c ? { ...f, latest: ref.version === null, compiled: c } : templateNotFound(ref);
     });
-  }
-
-  /** The organization a scope names, when known (a token's, once a lookup by it found its key). */
-  organizationOf(scope: ResolveScope): string | undefined {
-    return 'organizationId' in scope ? scope.organizationId : this.organizations.get(scope.tokenHash);
   }
 
   private get(versionId: string): CompiledTemplate | undefined {

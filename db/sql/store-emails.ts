@@ -37,7 +37,8 @@ export interface StoreResult {
  * Messages (of admitted requests only):
  * - A message rendered from a template (`template_id`, `template_version`) is stored only if the
  *   template is still in the organization and, when the version was resolved as the latest
- *   (`template_latest`), still has no later one; otherwise it is refused `template_changed`
+ *   (`template_latest`), still has no later one, or its idempotency key is taken (a replay);
+ *   otherwise it is refused `template_changed`
  *   and the caller renders it again (core/templates/resolver.ts remembers resolutions, so this
  *   check is what keeps them exact).
  * - The sender domain must be a verified, undeleted domain of the key's organization that the key
@@ -82,10 +83,15 @@ with q as (
     join p on p.req = x.req and p.admitted
     cross join lateral (
       -- Versions go only with their template, so the template row alone answers both questions.
-      select x.template_id is null or exists (
-        select 1 from templates t
-         where t.id = x.template_id and t.organization_id = p.organization_id
-           and (not x.template_latest or t.latest_version = x.template_version)) as template_ok
+      -- A message whose idempotency key is taken passes: the insert skips it and it is answered
+      -- as a replay, whatever became of its template since the first attempt.
+      select x.template_id is null
+          or exists (select 1 from templates t
+                      where t.id = x.template_id and t.organization_id = p.organization_id
+                        and (not x.template_latest or t.latest_version = x.template_version))
+          or (x.idempotency_key is not null
+              and exists (select 1 from emails e where e.organization_id = p.organization_id and e.idempotency_key = x.idempotency_key))
+          as template_ok
     ) tv
     left join lateral (
       select d.id, d.name, d.stream from domains d
@@ -139,7 +145,7 @@ select coalesce((select json_agg(json_build_object('req', q.req, 'known', p.req 
                                 when m.domain_id is null then 'domain_not_verified' else 'stream_mismatch' end))
                    from m where not m.template_ok or m.domain_id is null or (m.bulk and m.stream <> 'bulk')), '[]') as refused`;
 
-const STORE_EMAILS: PreparedStatement = { name: 'store_emails_v9', text: STORE_EMAILS_SQL };
+const STORE_EMAILS: PreparedStatement = { name: 'store_emails_v10', text: STORE_EMAILS_SQL };
 
 /** A row for one of the statement's JSON arrays, columns named as in the statement. */
 export type StoreRow<Key extends string> = Record<Key, string> & Record<string, unknown>;

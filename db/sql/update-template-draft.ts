@@ -10,14 +10,8 @@ export interface DraftChanges {
   variables?: TemplateVariable[];
 }
 
-const COLUMNS: Record<keyof DraftChanges, string> = {
-  name: 'name',
-  slug: 'slug',
-  subject: 'subject',
-  html: 'html',
-  text: 'text',
-  variables: 'variables',
-};
+/** The changeable fields, each named as its column. */
+const COLUMNS: (keyof DraftChanges)[] = ['name', 'slug', 'subject', 'html', 'text', 'variables'];
 
 /**
  * Edits a template's draft and bumps its revision in one statement, so a publish that checked the
@@ -28,8 +22,8 @@ export async function updateTemplateDraft(
   em: EntityManager,
   p: { templateId: string; organizationId: string; changes: DraftChanges; at: Date },
 ): Promise<boolean> {
-  const entries = (Object.keys(COLUMNS) as (keyof DraftChanges)[]).filter((k) => p.changes[k] !== undefined);
-  const sets = entries.map((k) => `${COLUMNS[k]} = ?${k === 'variables' ? '::jsonb' : ''}`);
+  const entries = COLUMNS.filter((k) => p.changes[k] !== undefined);
+  const sets = entries.map((k) => `${k} = ?${k === 'variables' ? '::jsonb' : ''}`);
   const values = entries.map((k) => (k === 'variables' ? JSON.stringify(p.changes[k]) : p.changes[k]));
   const res = await em.execute(
     `update templates set ${[...sets, 'draft_revision = draft_revision + 1', 'updated_at = ?'].join(', ')}
