@@ -1,14 +1,20 @@
 import type { SendEmailActivities } from '../workflows/send-email';
 import type { DomainVerificationActivities } from '../workflows/domain-verification';
+import type { WebhookDeliveryActivities } from '../workflows/webhook-delivery';
 import type { DnsResolver } from '../core/domains/dns';
 import { createSendEmailActivities, type SendEmailDeps } from './send-email';
 import { createDomainVerificationActivities } from './domain-verification';
+import { createWebhookDeliveryActivities, type WebhookDeliveryDeps } from './webhook-delivery';
 
 /** Every activity of every workflow in workflows/index.ts. A new workflow adds its contract here. */
-export type Activities = SendEmailActivities & DomainVerificationActivities;
-export type ActivityDeps = SendEmailDeps & { dns: DnsResolver };
+export type Activities = SendEmailActivities & DomainVerificationActivities & WebhookDeliveryActivities;
+export type ActivityDeps = SendEmailDeps & WebhookDeliveryDeps & { dns: DnsResolver };
 
 /** Every activity the workflows call, built from narrow dependencies. */
 export function createActivities(deps: ActivityDeps): Activities {
-  return { ...createSendEmailActivities(deps), ...createDomainVerificationActivities(deps) };
+  return {
+    ...createSendEmailActivities(deps),
+    ...createDomainVerificationActivities(deps),
+    ...createWebhookDeliveryActivities(deps),
+  };
 }

@@ -18,6 +18,7 @@ import { contactRoutes } from './contacts/routes';
 import { topicRoutes } from './topics/routes';
 import { segmentRoutes } from './segments/routes';
 import { templateRoutes } from './templates/routes';
+import { webhookRoutes, type WebhookRoutesDeps } from './webhooks/routes';
 import { TemplateResolver } from '../core/templates/resolver';
 
 export interface AppDeps {
@@ -30,6 +31,7 @@ export interface AppDeps {
   /** The API listens beyond loopback: the development inbox then needs an ADMIN key. */
   inboxAdminOnly?: boolean;
   domains: DomainRoutesDeps['domains'];
+  webhooks: WebhookRoutesDeps['webhooks'];
 }
 
 export function createApp(deps: AppDeps): Koa<ApiState> {
@@ -64,6 +66,7 @@ export function createApp(deps: AppDeps): Koa<ApiState> {
   api.use(topicRoutes(deps).routes());
   api.use(segmentRoutes(deps).routes());
   api.use(templateRoutes({ ...deps, templates }).routes());
+  api.use(webhookRoutes(deps).routes());
   app.use(api.routes());
 
   const routed = [root, api];

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import path from 'node:path';
 import pino from 'pino';
-import { readConfig, temporalSettings, verificationTiming } from '../server/config';
+import { readConfig, temporalSettings, verificationTiming, webhookHttpOptions } from '../server/config';
 import { openDatabase } from '../server/database';
 import { startService } from '../server/service';
 import { ensureLocalSetup } from '../server/bootstrap';
@@ -15,6 +15,7 @@ import { isUuid } from '../db/ids';
 import { CLOSE_UNCONFIRMED_SIGNAL } from '../workflows/send-email';
 import { createSmtpMailer } from '../activities/mailer';
 import { createActivities } from '../activities';
+import { createWebhookHttp } from '../activities/webhook-http';
 import { closeUnconfirmed } from '../activities/send-email';
 import { runTemporalWorker } from '../worker/temporal-worker';
 import { installTemporalRuntime } from '../worker/temporal-runtime';
@@ -159,6 +160,7 @@ async function worker(): Promise<void> {
     log: log.child({ component: 'activities' }),
     secrets: identityDeps(config).secrets,
     dns: createDnsResolver(config.dnsServers),
+    webhooks: createWebhookHttp(webhookHttpOptions(config)),
   });
   const running = await runTemporalWorker({
     settings: temporalSettings(config),

@@ -25,6 +25,7 @@ export const ERRORS = {
   domain_exists: { status: 409, when: '`POST /domains` with a name the organization already has (case and a trailing dot ignored).' },
   topic_exists: { status: 409, when: '`POST /topics` with a slug the organization already has.' },
   template_exists: { status: 409, when: 'Creating or renaming a template to a slug the organization already has.' },
+  webhook_disabled: { status: 409, when: 'Retrying or recovering deliveries of a disabled webhook: enable it first.' },
   key_revoked: { status: 409, when: 'Rotating a revoked key.' },
   rotation_conflict: { status: 409, when: 'Rotating a key that another rotation superseded at the same moment.' },
   payload_too_large: { status: 413, when: 'Body over `MAX_BODY_BYTES` (40 MiB by default).' },

@@ -54,6 +54,12 @@ export interface Config {
   workerDeadAfterSeconds: number;
   /** NODE_ENV=production: tokens are never printed, and first start creates no keys (use `svc key create`). */
   production: boolean;
+  /** WEBHOOK_ALLOW_HTTP: webhook URLs may use plain http (default: on in development, off with NODE_ENV=production). */
+  webhookAllowHttp: boolean;
+  /** WEBHOOK_ALLOW_PRIVATE: webhooks may reach loopback and private addresses (default: on in development, off in production). */
+  webhookAllowPrivate: boolean;
+  /** WEBHOOK_CONCURRENCY: POSTs in flight at once to one endpoint, per process. */
+  webhookConcurrency: number;
 }
 
 export interface TemporalConfig extends Omit<TemporalSettings, 'retryBaseSeconds'> {
@@ -106,6 +112,25 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workerId: workerId(env.WORKER_ID),
     workerDeadAfterSeconds: atLeast('WORKER_DEAD_AFTER_SECONDS', int('WORKER_DEAD_AFTER_SECONDS', 60, env), 2),
     production: env.NODE_ENV === 'production',
+    webhookAllowHttp: flag('WEBHOOK_ALLOW_HTTP', env.NODE_ENV !== 'production', env),
+    webhookAllowPrivate: flag('WEBHOOK_ALLOW_PRIVATE', env.NODE_ENV !== 'production', env),
+    webhookConcurrency: atLeast('WEBHOOK_CONCURRENCY', int('WEBHOOK_CONCURRENCY', 16, env), 1),
+  };
+}
+
+function flag(name: string, fallback: boolean, env: NodeJS.ProcessEnv): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw !== '0' && raw !== '1') throw new Error(`${name} must be 0 or 1, got ${JSON.stringify(raw)}`);
+  return raw === '1';
+}
+
+/** The webhook client's policy and limits, from the configuration. */
+export function webhookHttpOptions(config: Pick<Config, 'webhookAllowHttp' | 'webhookAllowPrivate' | 'webhookConcurrency'>) {
+  return {
+    allowHttp: config.webhookAllowHttp,
+    allowPrivate: config.webhookAllowPrivate,
+    concurrencyPerEndpoint: config.webhookConcurrency,
   };
 }
 

@@ -2,7 +2,7 @@ import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { temporalSettings, verificationTiming, type Config } from './config';
+import { temporalSettings, verificationTiming, webhookHttpOptions, type Config } from './config';
 import { openDatabase, type Database } from './database';
 import { openOrm } from '../db/orm';
 import { createLogger } from '../core/logging';
@@ -19,7 +19,12 @@ import type { Engine } from '../worker/engine';
 import { claimExecutor, type Executor } from '../worker/executors';
 import { Outbox } from '../worker/outbox';
 import { DomainVerificationSweep } from '../worker/domain-sweep';
+import { WebhookDispatcher } from '../worker/webhook-dispatcher';
+import { createWebhookHttp } from '../activities/webhook-http';
 import { createApp } from '../api/app';
+
+/** Runs of one endpoint started at once, per POST slot: enough queued behind each slot to keep it busy. */
+const WEBHOOK_WINDOW_PER_SLOT = 16;
 
 export interface Service {
   url: string;
@@ -81,6 +86,9 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   const workerOrm = await openOrm(db.url, config.workerDbPoolSize);
   let engine: Engine;
   let executor: Executor | null = null;
+  const webhookHttp = createWebhookHttp(webhookHttpOptions(config));
+  // Bound once the dispatcher exists: each recorded attempt may leave room in an endpoint's window.
+  let dispatcher: WebhookDispatcher | undefined;
   if (config.engine === 'temporal') {
     engine = await startTemporalEngine(temporalSettings(config), log.child({ component: 'temporal' }));
   } else {
@@ -101,6 +109,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       log: log.child({ component: 'activities' }),
       secrets,
       dns,
+      webhooks: webhookHttp,
+      afterWebhookAttempt: () => dispatcher?.kick(),
     });
     try {
       engine = await startDbosEngine({
@@ -130,6 +140,10 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     config.domainVerifySweepSeconds * 1000,
   );
   sweep.start();
+  dispatcher = new WebhookDispatcher(workerOrm, db.url, engine, log.child({ component: 'webhook-dispatcher' }), {
+    window: config.webhookConcurrency * WEBHOOK_WINDOW_PER_SLOT,
+  });
+  await dispatcher.start();
   const app = createApp({
     orm: db.orm,
     engine,
@@ -139,6 +153,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     inboxAdminOnly: beyondLoopback(config.host),
     dispatch: () => outbox.kick(),
     domains: { secrets, dns, platform, clock: systemClock, verification: timing },
+    webhooks: {
+      secrets,
+      policy: { allowHttp: config.webhookAllowHttp, allowPrivate: config.webhookAllowPrivate },
+      dispatch: () => dispatcher?.kick(),
+    },
   });
   handler = app.callback();
   const port = (server.address() as AddressInfo).port;
@@ -164,7 +183,9 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       });
       await outbox.stop();
       await sweep.stop();
+      await dispatcher?.stop();
       await engine.stop();
+      webhookHttp.close();
       await executor?.stop();
       await workerOrm.close();
       mailer?.close();

@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import type { Logger } from 'pino';
 
 /** What one pass asks of the loop. */
@@ -32,6 +33,13 @@ export class Poller {
   private stopped = false;
   private backoffUntil = 0;
 
+  /**
+   * Passes run in the context the poller was made in, not in the caller's of `kick()`: a kick
+   * from inside a workflow step would otherwise carry that step's context (AsyncLocalStorage
+   * follows timers) into the pass, and the engine refuses to start workflows from a step.
+   */
+  private readonly scope = new AsyncResource('poller');
+
   constructor(private readonly opts: PollerOptions) {}
 
   start(): void {
@@ -65,6 +73,10 @@ export class Poller {
   }
 
   private run(): void {
+    this.scope.runInAsyncScope(() => this.runPass());
+  }
+
+  private runPass(): void {
     if (this.stopped) return;
     if (this.running) {
       this.again = true;

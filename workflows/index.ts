@@ -1,8 +1,9 @@
 import type { AnyWorkflowDef } from './definition';
 import { sendEmail } from './send-email';
 import { domainVerification } from './domain-verification';
+import { webhookDelivery } from './webhook-delivery';
 
-export { sendEmail, domainVerification };
+export { sendEmail, domainVerification, webhookDelivery };
 
 /** Every workflow, as the engines register them. A new workflow adds one line here (and one in temporal/index.ts). */
-export const WORKFLOWS: readonly AnyWorkflowDef[] = [sendEmail, domainVerification];
+export const WORKFLOWS: readonly AnyWorkflowDef[] = [sendEmail, domainVerification, webhookDelivery];

@@ -11,6 +11,7 @@ import { ContactSchema, SubscriptionSchema } from './contact';
 import { TopicSchema } from './topic';
 import { SegmentSchema } from './segment';
 import { TemplateSchema, TemplateVersionSchema } from './template';
+import { WebhookEndpointSchema, WebhookDeliverySchema } from './webhook';
 
 export * from './organization';
 export * from './domain';
@@ -25,6 +26,7 @@ export * from './contact';
 export * from './topic';
 export * from './segment';
 export * from './template';
+export * from './webhook';
 
 export const entities = [
   OrganizationSchema,
@@ -43,4 +45,6 @@ export const entities = [
   SegmentSchema,
   TemplateSchema,
   TemplateVersionSchema,
+  WebhookEndpointSchema,
+  WebhookDeliverySchema,
 ];

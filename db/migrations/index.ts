@@ -6,6 +6,7 @@ import { Migration20261122030000_outbox_indexes } from './Migration2026112203000
 import { Migration20261123000000_tokens_and_workers } from './Migration20261123000000_tokens_and_workers';
 import { Migration20261124000000_audience } from './Migration20261124000000_audience';
 import { Migration20261125000000_templates } from './Migration20261125000000_templates';
+import { Migration20261126000000_webhooks } from './Migration20261126000000_webhooks';
 
 /** Listed explicitly so migrations run the same from TypeScript sources and from any bundle. */
 export const migrationsList: MigrationObject[] = [
@@ -16,4 +17,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261123000000_tokens_and_workers', class: Migration20261123000000_tokens_and_workers },
   { name: 'Migration20261124000000_audience', class: Migration20261124000000_audience },
   { name: 'Migration20261125000000_templates', class: Migration20261125000000_templates },
+  { name: 'Migration20261126000000_webhooks', class: Migration20261126000000_webhooks },
 ];

@@ -1,3 +1,6 @@
+import { randomBytes } from 'node:crypto';
+import { createSecrets } from '../../core/secrets';
+import { createWebhookHttp } from '../../activities/webhook-http';
 import assert from 'node:assert/strict';
 import { createDnsResolver } from '../../core/domains/dns';
 import pino from 'pino';
@@ -57,6 +60,8 @@ describe('Activities: SendEmail against the real database', function () {
       clock: { now: () => new Date() },
       log: pino({ level: 'silent' }),
       dns: createDnsResolver(undefined),
+      secrets: createSecrets(randomBytes(32)),
+      webhooks: createWebhookHttp({ allowHttp: true, allowPrivate: true, concurrencyPerEndpoint: 4 }),
     });
   });
 

@@ -25,6 +25,11 @@ export async function inboxApp(
     dispatch: () => undefined,
     inbox,
     inboxAdminOnly: opts.adminOnly,
+    webhooks: {
+      secrets: { encrypt: (s) => s, decrypt: (s) => s },
+      policy: { allowHttp: false, allowPrivate: false },
+      dispatch: () => undefined,
+    },
     domains: {
       secrets: { encrypt: (s) => s, decrypt: (s) => s },
       dns: { resolveTxt: async () => [], resolveMx: async () => [] },

@@ -1,3 +1,6 @@
+import { randomBytes } from 'node:crypto';
+import { createSecrets } from '../../core/secrets';
+import { createWebhookHttp } from '../../activities/webhook-http';
 import assert from 'node:assert/strict';
 import pino from 'pino';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -67,6 +70,8 @@ describe('Temporal engine, live: the API and workers against a real Temporal ser
       clock: { now: () => new Date() },
       log,
       dns: createDnsResolver(undefined),
+      secrets: createSecrets(randomBytes(32)),
+      webhooks: createWebhookHttp({ allowHttp: true, allowPrivate: true, concurrencyPerEndpoint: 4 }),
     });
     worker = await runTemporalWorker({
       settings: { ...temporal, retryBaseSeconds: 1 },

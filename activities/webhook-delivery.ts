@@ -1,0 +1,62 @@
+import type { Logger } from 'pino';
+import type { Orm } from '../db/orm';
+import type { Clock } from '../core/clock';
+import type { Secrets } from '../core/secrets';
+import { webhookHeaders } from '../core/webhooks/sign';
+import { loadWebhookAttempt, recordWebhookAttempt } from '../db/sql/webhook-attempt';
+import type { AttemptResult, WebhookDeliveryActivities } from '../workflows/webhook-delivery';
+import type { WebhookPoster } from './webhook-http';
+
+export interface WebhookDeliveryDeps {
+  orm: Orm;
+  webhooks: WebhookPoster;
+  /** Opens the endpoints' signing secrets. */
+  secrets: Secrets;
+  clock: Clock;
+  log: Logger;
+  /** Called after each attempt is recorded: an endpoint's window has room again (the dispatcher's kick). */
+  afterWebhookAttempt?: () => void;
+}
+
+export function createWebhookDeliveryActivities(deps: WebhookDeliveryDeps): WebhookDeliveryActivities {
+  const { orm, webhooks, secrets, clock, log, afterWebhookAttempt } = deps;
+  return {
+    async attemptWebhookDelivery({ deliveryId, run, retryInMs }): Promise<AttemptResult> {
+      const row = await loadWebhookAttempt(orm, deliveryId);
+      if (!row || row.run !== run || row.status !== 'pending') return { outcome: 'stopped' };
+      const base = { deliveryId, run, gone: false, statusCode: null, response: null };
+      if (!row.enabled) {
+        // Disabled since the event: nothing is sent; `recover` re-queues it after re-enabling.
+        const rec = await recordWebhookAttempt(orm, {
+          ...base,
+          attempted: false,
+          succeeded: false,
+          error: 'the endpoint is disabled',
+          retryInMs: null,
+        });
+        return rec ? { outcome: 'failed' } : { outcome: 'stopped' };
+      }
+      const signing = [secrets.decrypt(row.secret_enc), ...(row.previous_secret_enc ? [secrets.decrypt(row.previous_secret_enc)] : [])];
+      // webhook-id = the delivery id: the same on every retry of it, and what GET .../deliveries lists.
+      const headers = webhookHeaders(signing, deliveryId, Math.floor(clock.now().getTime() / 1000), row.body);
+      const out = await webhooks.post(row.endpoint_id, row.url, headers, row.body);
+      const succeeded = out.statusCode !== null && out.statusCode >= 200 && out.statusCode < 300;
+      const rec = await recordWebhookAttempt(orm, {
+        ...base,
+        attempted: true,
+        succeeded,
+        gone: out.statusCode === 410,
+        statusCode: out.statusCode,
+        error: succeeded ? null : (out.error ?? `HTTP ${out.statusCode}`),
+        response: out.statusCode === null ? null : out.body,
+        retryInMs,
+      });
+      afterWebhookAttempt?.();
+      if (!rec) return { outcome: 'stopped' };
+      if (rec.disabled) log.warn({ endpointId: rec.endpoint_id, reason: rec.disabled }, 'webhook endpoint disabled');
+      if (rec.status === 'succeeded') return { outcome: 'succeeded' };
+      if (rec.status === 'failed' || rec.next_attempt_ms === null) return { outcome: 'failed' };
+      return { outcome: 'retry', nextAttemptAtMs: rec.next_attempt_ms };
+    },
+  };
+}

@@ -1,0 +1,117 @@
+import type { Orm } from '../orm';
+import { runPrepared, type PreparedStatement } from '../prepared';
+
+/** What one attempt needs: the delivery's state, its endpoint and the event body. */
+export interface AttemptRow {
+  status: string;
+  run: number;
+  endpoint_id: string;
+  url: string;
+  enabled: boolean;
+  secret_enc: string;
+  /** The rotated-out secret while it still signs (24 h after a rotation). */
+  previous_secret_enc: string | null;
+  body: string;
+}
+
+const LOAD: PreparedStatement = {
+  name: 'load_webhook_attempt_v1',
+  text: `
+    select d.status, d.run, d.endpoint_id, w.url, w.enabled, w.secret_enc,
+           case when w.previous_secret_until > now() then w.previous_secret_enc end as previous_secret_enc,
+           e.payload::text as body
+      from webhook_deliveries d
+      join webhook_endpoints w on w.id = d.endpoint_id
+      join webhook_events e on e.id = d.event_id
+     where d.id = $1`,
+};
+
+/** The delivery about to be attempted, or null when it (or its endpoint) was deleted. */
+export async function loadWebhookAttempt(orm: Orm, deliveryId: string): Promise<AttemptRow | null> {
+  const [row] = await runPrepared<AttemptRow>(orm, LOAD, [deliveryId]);
+  return row ?? null;
+}
+
+export interface AttemptRecord {
+  deliveryId: string;
+  run: number;
+  /** A POST was made (false: the endpoint was disabled, nothing was sent). */
+  attempted: boolean;
+  succeeded: boolean;
+  /** 410 Gone: the endpoint is disabled at once. */
+  gone: boolean;
+  statusCode: number | null;
+  error: string | null;
+  response: string | null;
+  /** Wait before the next attempt after a failure; null: this was the last one. */
+  retryInMs: number | null;
+}
+
+export interface RecordedAttempt {
+  status: 'pending' | 'succeeded' | 'failed';
+  next_attempt_ms: number | null;
+  /** Why this attempt disabled the endpoint (`gone`, `failing`), or null. */
+  disabled: string | null;
+  endpoint_id: string;
+}
+
+/**
+ * Records an attempt in one statement: the delivery (only if still pending in this run, so a
+ * superseded run records nothing), the endpoint's failure streak, and, when this attempt
+ * disables the endpoint (410 Gone, or failing for 5 days), the endpoint and an audit entry with
+ * the reason. A success on a healthy endpoint writes the delivery only: the endpoint row, shared
+ * by every concurrent attempt, is not touched on the hot path.
+ */
+const RECORD: PreparedStatement = {
+  name: 'record_webhook_attempt_v1',
+  text: `
+    with d as (
+      update webhook_deliveries set
+        attempts = attempts + $3::boolean::int,
+        status = case when $4 then 'succeeded' when $9::int is null or $5 then 'failed' else 'pending' end,
+        last_status_code = $6, last_error = $7, last_response = $8,
+        next_attempt_at = case when $4 or $9::int is null or $5 then null else now() + make_interval(secs => $9::int / 1000.0) end,
+        updated_at = now()
+       where id = $1 and run = $2 and status = 'pending'
+      returning endpoint_id, status, next_attempt_at
+    ), c as (
+      select w.id, w.organization_id, w.failing_since,
+             case when not $3 or $4 or not w.enabled then null
+                  when $5 then 'gone'
+                  when w.failing_since <= now() - interval '5 days' then 'failing' end as disabling
+        from webhook_endpoints w join d on d.endpoint_id = w.id
+    ), w as (
+      update webhook_endpoints w set
+        failing_since = case when $4 then null else coalesce(w.failing_since, now()) end,
+        enabled = w.enabled and c.disabling is null,
+        disabled_reason = coalesce(c.disabling, w.disabled_reason),
+        updated_at = case when c.disabling is not null then now() else w.updated_at end
+        from c
+       where w.id = c.id and $3
+         and (($4 and w.failing_since is not null) or (not $4 and (w.failing_since is null or c.disabling is not null)))
+      returning w.id
+    ), a as (
+      insert into audit_log (id, organization_id, api_key_id, action, target_type, target_id, details, created_at)
+      select svc_uuidv7(), c.organization_id, null, 'webhook.disabled', 'webhook', c.id, jsonb_build_object('reason', c.disabling), now()
+        from c where c.disabling is not null
+    )
+    select d.status, (extract(epoch from d.next_attempt_at) * 1000)::float8 as next_attempt_ms,
+           (select c.disabling from c) as disabled, d.endpoint_id
+      from d`,
+};
+
+/** The delivery after the attempt, or null when a newer run (or a delete) took it first. */
+export async function recordWebhookAttempt(orm: Orm, r: AttemptRecord): Promise<RecordedAttempt | null> {
+  const [row] = await runPrepared<RecordedAttempt>(orm, RECORD, [
+    r.deliveryId,
+    r.run,
+    r.attempted,
+    r.succeeded,
+    r.gone,
+    r.statusCode,
+    r.error,
+    r.response,
+    r.retryInMs,
+  ]);
+  return row ?? null;
+}

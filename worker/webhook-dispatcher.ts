@@ -1,0 +1,114 @@
+import pg from 'pg';
+import type { Logger } from 'pino';
+import type { Orm } from '../db/orm';
+import { claimWebhookDeliveries, markWebhookDeliveriesStarted } from '../db/sql/claim-webhook-deliveries';
+import { webhookDelivery, webhookDeliveryWorkflowId, type WebhookDeliveryInput } from '../workflows/webhook-delivery';
+import type { Engine } from './engine';
+import { Poller } from './poller';
+
+/** Most runs one pass starts. */
+const BATCH = 500;
+/** A pass now and then without a notification: covers a dropped LISTEN connection. */
+const SAFETY_POLL_MS = 1000;
+/** Notifications within this window share one pass. */
+const COALESCE_MS = 5;
+/** After the LISTEN connection broke, how soon to open it again. */
+const RELISTEN_MS = 1000;
+
+export interface WebhookDispatcherOptions {
+  /** Per endpoint, runs started and due at once; the rest of its backlog waits here. */
+  window: number;
+}
+
+/**
+ * The webhook outbox. The fan-out triggers insert deliveries in the transaction that recorded
+ * their event and NOTIFY `svc_webhooks` at its commit; this LISTENs on its own connection, claims
+ * the deliveries (db/sql/claim-webhook-deliveries.ts) and starts a WebhookDelivery run for each,
+ * marking them started in the same transaction. A crash in between starts a run again, which is
+ * a no-op (the workflow id names delivery and run).
+ */
+export class WebhookDispatcher {
+  private readonly poller: Poller;
+  private listener?: pg.Client;
+  private relisten?: NodeJS.Timeout;
+  private stopped = false;
+
+  constructor(
+    private readonly orm: Orm,
+    private readonly databaseUrl: string,
+    private readonly engine: Engine,
+    private readonly log: Logger,
+    private readonly opts: WebhookDispatcherOptions,
+  ) {
+    this.poller = new Poller({
+      name: 'webhook-dispatcher',
+      intervalMs: SAFETY_POLL_MS,
+      coalesceMs: COALESCE_MS,
+      log,
+      pass: async () => ({ more: (await this.runOnce()) === BATCH }),
+    });
+  }
+
+  async start(): Promise<void> {
+    await this.listen();
+    this.poller.start();
+  }
+
+  kick(): void {
+    this.poller.kick();
+  }
+
+  /** One claim-start-mark pass; answers how many runs it started. */
+  async runOnce(): Promise<number> {
+    return this.orm.em.fork().transactional(async (em) => {
+      const rows = await claimWebhookDeliveries(em, this.opts.window, BATCH);
+      if (rows.length === 0) return 0;
+      const started: string[] = [];
+      await Promise.all(
+        rows.map(async (d) => {
+          const input: WebhookDeliveryInput = { deliveryId: d.id, run: d.run };
+          try {
+            await this.engine.start(webhookDelivery, webhookDeliveryWorkflowId(d.id, d.run), input);
+            started.push(d.id);
+          } catch (err) {
+            this.log.error({ err, deliveryId: d.id }, 'could not start WebhookDelivery; retried on the next pass');
+          }
+        }),
+      );
+      await markWebhookDeliveriesStarted(em, started);
+      return rows.length;
+    });
+  }
+
+  private async listen(): Promise<void> {
+    if (this.stopped) return;
+    const client = new pg.Client({ connectionString: this.databaseUrl, application_name: 'svc-webhook-listener' });
+    const again = (err?: Error) => {
+      if (this.listener !== client || this.stopped) return;
+      this.listener = undefined;
+      if (err) this.log.warn({ err }, 'webhook LISTEN connection lost; polling until it is back');
+      client.end().catch(() => {});
+      this.relisten = setTimeout(() => this.listen().catch(() => again()), RELISTEN_MS);
+      this.relisten.unref();
+    };
+    this.listener = client;
+    client.on('error', again);
+    client.on('end', () => again());
+    client.on('notification', () => this.poller.kick());
+    try {
+      await client.connect();
+      await client.query('listen svc_webhooks');
+    } catch (err) {
+      again(err as Error);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.relisten) clearTimeout(this.relisten);
+    const client = this.listener;
+    this.listener = undefined;
+    await client?.end().catch(() => {});
+    await this.poller.stop();
+  }
+}
