@@ -36,10 +36,12 @@ export function createWebhookDeliveryActivities(deps: WebhookDeliveryDeps): Webh
         });
         return rec ? { outcome: 'failed' } : { outcome: 'stopped' };
       }
+      // Compact, in the stored key order: the same bytes on every attempt (PostgreSQL's json text has spaces).
+      const body = JSON.stringify(JSON.parse(row.body));
       const signing = [secrets.decrypt(row.secret_enc), ...(row.previous_secret_enc ? [secrets.decrypt(row.previous_secret_enc)] : [])];
       // webhook-id = the delivery id: the same on every retry of it, and what GET .../deliveries lists.
-      const headers = webhookHeaders(signing, deliveryId, Math.floor(clock.now().getTime() / 1000), row.body);
-      const out = await webhooks.post(row.endpoint_id, row.url, headers, row.body);
+      const headers = webhookHeaders(signing, deliveryId, Math.floor(clock.now().getTime() / 1000), body);
+      const out = await webhooks.post(row.endpoint_id, row.url, headers, body);
       const succeeded = out.statusCode !== null && out.statusCode >= 200 && out.statusCode < 300;
       const rec = await recordWebhookAttempt(orm, {
         ...base,

@@ -16,6 +16,7 @@ import { startBaseline } from './baseline';
 import { compileTemplate, renderTemplate } from '../core/templates/render';
 import { parseVariables } from '../core/templates/variables';
 import { benchAudienceReads, UPSERT_BODY, AUDIENCE_CONTACTS, type AudienceResult } from './audience';
+import { benchWebhooks, type WebhookBenchResult } from './webhooks';
 import { Client } from 'pg';
 import { SMTPServer } from 'smtp-server';
 
@@ -29,10 +30,13 @@ const INTERLEAVED_ROUNDS = 4;
 const ROUND_SECONDS = SECONDS / INTERLEAVED_ROUNDS;
 /**
  * For iterating on one path: BENCH_ONLY=live-single, test-single, live-batch, test-batch, template
- * (live single sends plain and with templates) or audience measures the baseline and that phase only
+ * (live single sends plain and with templates), audience or webhooks measures the baseline and that phase only
  * (BENCHMARKS.md is not written).
  */
 const ONLY = process.env.BENCH_ONLY;
+/** Deliveries in the webhook burst, and the steady event rate (per second) of the latency phase. */
+const WEBHOOK_DELIVERIES = Number(process.env.BENCH_WEBHOOK_DELIVERIES || 10_000);
+const WEBHOOK_RATE = Number(process.env.BENCH_WEBHOOK_RATE || 100);
 
 interface Result {
   requests: number;
@@ -301,6 +305,19 @@ async function main() {
     await service.stop();
     return { upsert, reads };
   };
+  const runWebhooks = async (): Promise<WebhookBenchResult> => {
+    const service = await startBenchService('bench_service_webhooks');
+    const r = await benchWebhooks(service, log, { deliveries: WEBHOOK_DELIVERIES, rate: WEBHOOK_RATE, seconds: SECONDS });
+    await service.stop();
+    return r;
+  };
+  if (ONLY === 'webhooks') {
+    const w = await runWebhooks();
+    log.info({ base: base.rps, ...w }, 'BENCH_ONLY: webhooks measured');
+    await new Promise<void>((resolve) => relay.close(() => resolve()));
+    if (pg) await pg.stop();
+    return;
+  }
   if (ONLY === 'audience') {
     const a = await runAudience();
     log.info({ base: base.rps, ...a, ratio: a.upsert.rps / base.rps }, 'BENCH_ONLY: audience measured');
@@ -312,7 +329,8 @@ async function main() {
   const live = ONLY?.startsWith('test-') ? null : await runService('live');
   const test = ONLY?.startsWith('live-') || ONLY === 'template' ? null : await runService('test');
   const audience = ONLY ? null : await runAudience();
-  if (!live || !test || !audience) {
+  const webhooks = ONLY ? null : await runWebhooks();
+  if (!live || !test || !audience || !webhooks) {
     await new Promise<void>((resolve) => relay.close(() => resolve()));
     if (pg) await pg.stop();
     return;
@@ -384,6 +402,20 @@ ${audience.reads.lists
       `| \`GET /contacts?${l.query}\`, pages of 25 following next_cursor | | ${l.timings.runs} | ${f(l.timings.p50)} | ${f(l.timings.p95)} | ${f(l.timings.max)} | p95 < 20 ms |`,
   )
   .join('\n')}
+
+## Webhook deliveries
+
+One endpoint on a loopback receiver that answers 200 at once, signed as in production, with the
+embedded engine's WebhookDelivery workflow per delivery. Burst: ${webhooks.burst.deliveries.toLocaleString('en-US')} \`email.queued\` events written in
+one statement (the fan-out trigger adds the deliveries), timed from the events to the last arrival. Steady: one
+send per ${f(1000 / webhooks.steady.rate, 0)} ms for ${SECONDS} s, each timed from its event's \`created_at\` to its POST's arrival.
+
+| Measure | Result | Goal |
+|---|---|---|
+| Deliveries per second (burst) | ${f(webhooks.burst.perSecond)} (${f(webhooks.burst.seconds)} s) | ≥ 500 |
+| Event → first attempt p50 at ${webhooks.steady.rate}/s | ${f(webhooks.steady.p50, 0)} ms | < 1,000 ms |
+| Event → first attempt p99 at ${webhooks.steady.rate}/s | ${f(webhooks.steady.p99, 0)} ms | < 3,000 ms |
+| Event → first attempt, slowest | ${f(webhooks.steady.max, 0)} ms | |
 `;
   fs.writeFileSync(path.join(__dirname, '..', 'BENCHMARKS.md'), md);
   process.stdout.write(md);

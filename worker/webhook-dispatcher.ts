@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Orm } from '../db/orm';
-import { claimWebhookDeliveries, markWebhookDeliveriesStarted } from '../db/sql/claim-webhook-deliveries';
+import { claimWebhookDeliveries, unclaimWebhookDeliveries } from '../db/sql/claim-webhook-deliveries';
 import { webhookDelivery, webhookDeliveryWorkflowId, type WebhookDeliveryInput } from '../workflows/webhook-delivery';
 import type { Engine } from './engine';
 import { Poller } from './poller';
@@ -23,9 +23,10 @@ export interface WebhookDispatcherOptions {
 /**
  * The webhook outbox. The fan-out triggers insert deliveries in the transaction that recorded
  * their event and NOTIFY `svc_webhooks` at its commit; this LISTENs on its own connection, claims
- * the deliveries (db/sql/claim-webhook-deliveries.ts) and starts a WebhookDelivery run for each,
- * marking them started in the same transaction. A crash in between starts a run again, which is
- * a no-op (the workflow id names delivery and run).
+ * the deliveries (db/sql/claim-webhook-deliveries.ts, which marks them started) and starts a
+ * WebhookDelivery run for each. A run that fails to start is given back at once; one lost to a
+ * crash is claimed again when long overdue. Starting a run twice is a no-op (the workflow id
+ * names delivery and run).
  */
 export class WebhookDispatcher {
   private readonly poller: Poller;
@@ -58,26 +59,23 @@ export class WebhookDispatcher {
     this.poller.kick();
   }
 
-  /** One claim-start-mark pass; answers how many runs it started. */
+  /** One claim-and-start pass; answers how many deliveries it claimed. */
   async runOnce(): Promise<number> {
-    return this.orm.em.fork().transactional(async (em) => {
-      const rows = await claimWebhookDeliveries(em, this.opts.window, BATCH);
-      if (rows.length === 0) return 0;
-      const started: string[] = [];
-      await Promise.all(
-        rows.map(async (d) => {
-          const input: WebhookDeliveryInput = { deliveryId: d.id, run: d.run };
-          try {
-            await this.engine.start(webhookDelivery, webhookDeliveryWorkflowId(d.id, d.run), input);
-            started.push(d.id);
-          } catch (err) {
-            this.log.error({ err, deliveryId: d.id }, 'could not start WebhookDelivery; retried on the next pass');
-          }
-        }),
-      );
-      await markWebhookDeliveriesStarted(em, started);
-      return rows.length;
-    });
+    const rows = await claimWebhookDeliveries(this.orm, this.opts.window, BATCH);
+    const failed: string[] = [];
+    await Promise.all(
+      rows.map(async (d) => {
+        const input: WebhookDeliveryInput = { deliveryId: d.id, run: d.run };
+        try {
+          await this.engine.start(webhookDelivery, webhookDeliveryWorkflowId(d.id, d.run), input);
+        } catch (err) {
+          failed.push(d.id);
+          this.log.error({ err, deliveryId: d.id }, 'could not start WebhookDelivery; retried on the next pass');
+        }
+      }),
+    );
+    await unclaimWebhookDeliveries(this.orm, failed);
+    return rows.length;
   }
 
   private async listen(): Promise<void> {

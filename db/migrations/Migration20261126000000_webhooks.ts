@@ -113,10 +113,13 @@ export class Migration20261126000000_webhooks extends Migration {
         perform svc_webhook_fanout((
           select jsonb_agg(jsonb_build_object(
                    'organization_id', n.organization_id, 'type', 'email.' || n.type, 'created_at', n.at,
+                   -- Built as json text, so keys keep this order; the optional fields are appended only when present.
                    'payload', json_build_object('type', 'email.' || n.type, 'created_at', ${iso('n.at')}, 'data',
-                     (jsonb_build_object('email_id', e.id, 'from', e.from_address, 'to', e.to_addresses, 'subject', e.subject,
-                        'recipient', n.recipient, 'mode', e.mode, 'kind', e.kind, 'tags', e.tags)
-                      || jsonb_strip_nulls(jsonb_build_object('bounce_type', n.bounce_type, 'detail', n.detail, 'url', n.url))))::text)
+                     (rtrim(json_build_object('email_id', e.id, 'from', e.from_address, 'to', e.to_addresses, 'subject', e.subject,
+                        'recipient', n.recipient, 'mode', e.mode, 'kind', e.kind, 'tags', e.tags)::text, '}')
+                      || coalesce(', "bounce_type" : ' || to_json(n.bounce_type)::text, '')
+                      || coalesce(', "detail" : ' || to_json(n.detail)::text, '')
+                      || coalesce(', "url" : ' || to_json(n.url)::text, '') || '}')::json)::text)
                  order by n.id)
             from new_rows n join emails e on e.id = n.email_id));
         return null;

@@ -6,6 +6,8 @@ import { ERRORS } from '../../core/errors';
 import { createDomain, createKey } from '../../core/provisioning';
 import { sharedService, newTenant, type TestEnv, type Tenant } from '../support/service';
 import { inboxApp } from '../support/inbox-app';
+import { WebhookReceiver } from '../support/webhook-receiver';
+import { waitFor } from '../support/wait';
 
 /**
  * Every endpoint against the shapes that once produced 500s (deep nesting, NUL and lone surrogates
@@ -15,7 +17,7 @@ import { inboxApp } from '../support/inbox-app';
  */
 interface Route {
   method: string;
-  /** With :email, :key, :domain, :contact, :topic, :segment, :template, :n, :id placeholders. */
+  /** With :email, :key, :domain, :contact, :topic, :segment, :template, :n, :webhook, :delivery, :id placeholders. */
   path: string;
   /** Reads a JSON body. */
   body?: boolean;
@@ -64,6 +66,16 @@ const ROUTES: Route[] = [
   { method: 'POST', path: '/api/v1/templates/:template/render', body: true },
   // After the routes that need the template.
   { method: 'DELETE', path: '/api/v1/templates/:template' },
+  { method: 'POST', path: '/api/v1/webhooks', body: true },
+  { method: 'GET', path: '/api/v1/webhooks' },
+  { method: 'GET', path: '/api/v1/webhooks/:webhook' },
+  { method: 'PATCH', path: '/api/v1/webhooks/:webhook', body: true },
+  { method: 'POST', path: '/api/v1/webhooks/:webhook/rotate-secret' },
+  { method: 'GET', path: '/api/v1/webhooks/:webhook/deliveries' },
+  { method: 'POST', path: '/api/v1/webhooks/:webhook/deliveries/:delivery/retry' },
+  { method: 'POST', path: '/api/v1/webhooks/:webhook/recover', body: true },
+  // After the routes that need the webhook.
+  { method: 'DELETE', path: '/api/v1/webhooks/:webhook' },
   { method: 'GET', path: '/inbox' },
   { method: 'GET', path: '/inbox/messages.json' },
   { method: 'GET', path: '/inbox/:id' },
@@ -174,6 +186,18 @@ const BODIES: { name: string; raw: string; type?: string }[] = [
       template: { slug: 'fuzz-template', data: { name: 'x'.repeat(2_100_000) } },
       data: { name: 'x'.repeat(2_100_000) },
     }),
+  },
+  {
+    name: 'webhook shapes with prototype keys and NUL',
+    raw: '{"url":"http://exa\\u0000mple.com/","events":["__proto__","constructor"],"since":"+275760-09-13T00:00:00.000Z","enabled":"true","description":{"__proto__":1}}',
+  },
+  {
+    name: 'webhook values at the extremes',
+    raw: `{"url":"javascript:alert(1)//${'x'.repeat(3000)}","events":"email.sent","since":"0000-01-01T00:00:00Z","description":"${'d'.repeat(600)}"}`,
+  },
+  {
+    name: 'webhook lists repeated and odd addresses',
+    raw: `{"url":"https://[::ffff:127.0.0.1]:99999/","events":[${'"email.sent",'.repeat(40)}"email.sent"],"since":"2026-02-30T00:00:00Z"}`,
   },
   { name: 'a scalar', raw: '"text"' },
   { name: 'null', raw: 'null' },
@@ -288,8 +312,10 @@ describe('API fuzz: no 5xx and no writes for anything a client can send, on ever
             union all select row_to_json(a)::text from automation_triggers a where a.organization_id = ?
             union all select row_to_json(tm)::text from templates tm where tm.organization_id = ?
             union all select row_to_json(v)::text from template_versions v join templates tm on tm.id = v.template_id where tm.organization_id = ?
-          ) r), '')) || ':' || (select count(*) from emails where organization_id = ?) || ':' || (select count(*) from audit_log where organization_id = ?) as f`,
-        Array(13).fill(t.orgId),
+            union all select row_to_json(w)::text from webhook_endpoints w where w.organization_id = ?
+          ) r), '')) || ':' || (select count(*) from emails where organization_id = ?) || ':' || (select count(*) from audit_log where organization_id = ?)
+          || ':' || (select count(*) from webhook_deliveries where organization_id = ?) as f`,
+        Array(15).fill(t.orgId),
       );
     return row.f;
   }
@@ -299,6 +325,14 @@ describe('API fuzz: no 5xx and no writes for anything a client can send, on ever
     t = await newTenant(env);
     const orm = env.service.db.orm;
     admin = (await createKey(orm, t.orgId, { name: 'fuzz', permission: 'admin', mode: 'live', rateLimit: 1000 })).token;
+    // A webhook for domain.verified only (so the fuzz's own sends add no deliveries), and one
+    // delivery of it: the domain created below.
+    const receiver = new WebhookReceiver();
+    await receiver.start();
+    stops.push(() => receiver.stop());
+    ids.webhook = (
+      await t.call('POST', '/api/v1/webhooks', { as: 'admin', body: { url: `${receiver.url}/fuzz`, events: ['domain.verified'] } })
+    ).body.id;
     ids.domain = (await createDomain(orm, t.orgId, `fuzz-${Date.now()}.example.test`, { verified: true })).id;
     ids.key = (await createKey(orm, t.orgId, { name: 'target', permission: 'send', mode: 'live' })).key.id;
     const sent = await t.call('POST', '/api/v1/emails', {
@@ -333,6 +367,10 @@ describe('API fuzz: no 5xx and no writes for anything a client can send, on ever
     });
     await t.call('POST', `/api/v1/templates/${ids.template}/publish`, { as: 'admin' });
     ids.n = '1';
+    ids.delivery = await waitFor(async () => {
+      const d = (await t.call('GET', `/api/v1/webhooks/${ids.webhook}/deliveries`, { as: 'admin' })).body.data[0];
+      return d?.status === 'succeeded' ? d.id : undefined;
+    }, 'the fuzz webhook delivery');
     // The development inbox's pages in front of a real inbox: open (as on loopback) and guarded (beyond).
     const open = await inboxApp(env, { adminOnly: false });
     const guarded = await inboxApp(env, { adminOnly: true });

@@ -9,6 +9,8 @@ import { request } from '../support/http';
 import { waitFor, sleep } from '../support/wait';
 import { createApp } from '../../api/app';
 import { WEBHOOK_EVENTS } from '../../core/webhooks/events';
+import { DBOS } from '@dbos-inc/dbos-sdk';
+import { webhookDeliveryWorkflowId } from '../../workflows/webhook-delivery';
 
 let hooks = 0;
 
@@ -116,6 +118,8 @@ describe('API: signed webhooks', function () {
     const sent = got.find((r) => r.json.type === 'email.sent')!.json;
     assert.deepEqual(Object.keys(sent), ['type', 'created_at', 'data']);
     assert.match(sent.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    assert.deepEqual(Object.keys(sent.data), ['email_id', 'from', 'to', 'subject', 'recipient', 'mode', 'kind', 'tags'], 'in order');
+    assert.ok(!got[0].body.includes(' : '), 'compact JSON');
     assert.deepEqual(sent.data, {
       email_id: testId,
       from: `App <app@${t.domain}>`,
@@ -159,6 +163,7 @@ describe('API: signed webhooks', function () {
     assert.deepEqual(types(mine), ['email.bounced', 'email.queued', 'email.sent']);
     const bounced = mine.find((r) => r.json.type === 'email.bounced')!;
     assert.equal(bounced.json.data.bounce_type, 'hard');
+    assert.deepEqual(Object.keys(bounced.json.data).slice(-2), ['tags', 'bounce_type'], 'optional fields after the others');
     assert.equal('bounce_type' in mine.find((r) => r.json.type === 'email.sent')!.json.data, false, 'only when present');
     await t.call('DELETE', `/api/v1/webhooks/${hook.id}`, { as: 'admin' });
   });
@@ -205,6 +210,15 @@ describe('API: signed webhooks', function () {
         return d.status === 'succeeded' ? d : undefined;
       }, 'the retry');
       assert.equal(done.attempts, 2);
+      // The same path as the Temporal replay fixture: two attempts around the 5 s wait.
+      const runId = webhookDeliveryWorkflowId(done.id, 1);
+      const status = await waitFor(async () => {
+        const st = await DBOS.getWorkflowStatus(runId);
+        return st?.status === 'SUCCESS' ? st : undefined;
+      }, 'the run to end');
+      assert.deepEqual(status.output, { status: 'succeeded', attempts: 2 });
+      const steps = ((await DBOS.listWorkflowSteps(runId)) ?? []).map((st) => st.name).filter((n) => n === 'attemptWebhookDelivery');
+      assert.equal(steps.length, 2);
       const got = receiver.at(hook.path);
       assert.equal(got.length, 2);
       assert.equal(got[0].headers['webhook-id'], got[1].headers['webhook-id']);

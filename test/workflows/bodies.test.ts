@@ -2,6 +2,12 @@ import assert from 'node:assert/strict';
 import { sendEmailWorkflow, CANCEL_SIGNAL, CLOSE_UNCONFIRMED_SIGNAL } from '../../workflows/send-email';
 import { domainVerificationWorkflow } from '../../workflows/domain-verification';
 import type { WorkflowContext } from '../../workflows/context';
+import {
+  webhookDeliveryWorkflow,
+  WAKE_SIGNAL,
+  WEBHOOK_RETRY_DELAYS_MS,
+  type WebhookDeliveryActivities,
+} from '../../workflows/webhook-delivery';
 import type { SendEmailActivities, ClaimResult, LoadForSendResult } from '../../workflows/send-email';
 
 /** A deterministic in-memory context: virtual clock, scripted signals, recorded activity calls. */
@@ -137,5 +143,53 @@ describe('Workflow body: DomainVerification', () => {
     assert.deepEqual(await r.result, { status: 'pending', checks: 3 });
     assert.deepEqual(r.sleeps, [60_000, 120_000]);
     assert.deepEqual(await run(['deleted'], { firstDelayMs: 1, maxDelayMs: 1, windowMs: 10 }).result, { status: 'deleted', checks: 1 });
+  });
+});
+
+describe('Workflow body: WebhookDelivery', () => {
+  function run(outcomes: ('fail' | 'succeeded' | 'stopped' | 'gone')[], opts: { wakeAt?: number } = {}) {
+    let clock = 0;
+    const waits: number[] = [];
+    const asked: (number | null)[] = [];
+    const ctx: WorkflowContext<WebhookDeliveryActivities> = {
+      now: async () => clock,
+      sleepUntil: async () => assert.fail('waits must be cancelable by the wake signal'),
+      waitForSignal: async (name, deadline) => {
+        assert.equal(name, WAKE_SIGNAL);
+        const woken = opts.wakeAt !== undefined && opts.wakeAt < deadline && opts.wakeAt >= clock;
+        waits.push((woken ? opts.wakeAt! : deadline) - clock);
+        clock = woken ? opts.wakeAt! : deadline;
+        return woken;
+      },
+      activities: {
+        // The activity decides the outcome and records next_attempt_at = now + retryInMs.
+        attemptWebhookDelivery: async ({ retryInMs }) => {
+          asked.push(retryInMs);
+          const o = outcomes.shift() ?? 'fail';
+          if (o === 'fail') return retryInMs === null ? { outcome: 'failed' } : { outcome: 'retry', nextAttemptAtMs: clock + retryInMs };
+          if (o === 'gone') return { outcome: 'failed' };
+          return { outcome: o };
+        },
+      },
+    };
+    return { result: webhookDeliveryWorkflow(ctx, { deliveryId: 'd1', run: 1 }), waits, asked };
+  }
+
+  it('follows the schedule 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, then fails after the eighth attempt', async () => {
+    const r = run([]);
+    assert.deepEqual(await r.result, { status: 'failed', attempts: 8 });
+    assert.deepEqual(r.waits, [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]);
+    assert.deepEqual(r.asked, [...WEBHOOK_RETRY_DELAYS_MS, null], 'the last attempt knows it is the last');
+  });
+
+  it('ends at the first success, at a 410 (failed at once), or when a newer run took the delivery', async () => {
+    const ok = run(['fail', 'fail', 'succeeded']);
+    assert.deepEqual(await ok.result, { status: 'succeeded', attempts: 3 });
+    assert.deepEqual(ok.waits, [5_000, 300_000]);
+    assert.deepEqual(await run(['gone']).result, { status: 'failed', attempts: 1 });
+    // Woken 1 s into the 5 min wait by a manual retry: the next attempt stops at once.
+    const woken = run(['fail', 'fail', 'stopped'], { wakeAt: 6_000 });
+    assert.deepEqual(await woken.result, { status: 'stopped', attempts: 3 });
+    assert.deepEqual(woken.waits, [5_000, 1_000]);
   });
 });

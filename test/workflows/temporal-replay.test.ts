@@ -9,6 +9,7 @@ import { installTemporalRuntime } from '../../worker/temporal-runtime';
 import { SEND_EMAIL_WORKFLOW } from '../../workflows/send-email';
 import { DOMAIN_VERIFICATION_WORKFLOW } from '../../workflows/domain-verification';
 import { HistoryBuilder } from '../support/temporal-history';
+import { WEBHOOK_DELIVERY_WORKFLOW, WAKE_SIGNAL } from '../../workflows/webhook-delivery';
 import { TASK_QUEUE } from '../support/send-email-scenarios';
 
 const silent = { warn() {}, info() {}, debug() {}, trace() {}, error() {}, log() {} };
@@ -80,6 +81,48 @@ describe('Temporal engine: bundled workflows replayed through the real worker', 
   it('fails with a determinism error on a DomainVerification history without the backoff timer', async () => {
     await assert.rejects(
       Worker.runReplayHistory({ workflowBundle: bundle }, domainHistory(true).history(), 'wrong-domain'),
+      DeterminismViolationError,
+    );
+  });
+
+  /**
+   * A 500, the 5 s wait, then a 2xx; wrong: the second attempt without the wait. `superseded`: a
+   * manual retry wakes the run in its wait and the next attempt stops.
+   */
+  function webhookHistory(kind: 'retried' | 'wrong' | 'superseded'): HistoryBuilder {
+    const id = '019a0000-0000-7000-8000-0000000000w1';
+    const h = new HistoryBuilder(WEBHOOK_DELIVERY_WORKFLOW, TASK_QUEUE, [
+      { deliveryId: id, run: 1, transportRetryBaseSeconds: 30 },
+    ]).workflowTask();
+    const first = h.scheduleActivity('attemptWebhookDelivery', [{ deliveryId: id, run: 1, retryInMs: 5_000 }]);
+    h.advance(30);
+    const next = h.now + 5_000;
+    h.completeActivity(first, { outcome: 'retry', nextAttemptAtMs: next }).workflowTask();
+    if (kind !== 'wrong') {
+      const t = h.startTimer(next - h.now);
+      if (kind === 'superseded')
+        h.advance(1_000)
+          .signal(WAKE_SIGNAL, [{ at: h.now }])
+          .workflowTask()
+          .cancelTimer(t);
+      else h.advance(5_000).fireTimer(t).workflowTask();
+    }
+    const second = h.scheduleActivity('attemptWebhookDelivery', [{ deliveryId: id, run: 1, retryInMs: 300_000 }]);
+    const outcome = kind === 'superseded' ? 'stopped' : 'succeeded';
+    h.advance(30).completeActivity(second, { outcome });
+    return h.workflowTask().complete({ status: outcome, attempts: 2 });
+  }
+
+  for (const kind of ['retried', 'superseded'] as const) {
+    it(`replays WebhookDelivery: ${kind === 'retried' ? 'a 500, the 5 s timer, then a 2xx' : 'woken in its wait by a newer run, then stopped'}`, async () => {
+      assert.equal(typeof (temporalWorkflows as Record<string, unknown>)[WEBHOOK_DELIVERY_WORKFLOW], 'function');
+      await Worker.runReplayHistory({ workflowBundle: bundle }, webhookHistory(kind).history(), `replay-webhook-${kind}`);
+    });
+  }
+
+  it('fails with a determinism error on a WebhookDelivery history without the wait between attempts', async () => {
+    await assert.rejects(
+      Worker.runReplayHistory({ workflowBundle: bundle }, webhookHistory('wrong').history(), 'wrong-webhook'),
       DeterminismViolationError,
     );
   });
