@@ -111,7 +111,7 @@ export function webhookRoutes(deps: WebhookRoutesDeps): Router<ApiState> {
       if (body.description !== undefined) set.description = body.description;
       if (body.enabled !== undefined && body.enabled !== w.enabled) {
         set.enabled = body.enabled;
-        // Re-enabling starts a clean record; the gap is re-sent only by `recover`.
+        // Re-enabling starts a clean record. Events while disabled made no deliveries; `recover` re-sends the failed ones.
         set.disabledReason = body.enabled ? null : 'api';
         set.failingSince = null;
       }

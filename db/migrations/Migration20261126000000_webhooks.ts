@@ -15,7 +15,7 @@ import { Migration } from '@mikro-orm/migrations';
  * activities, contact statements, domain verification, and the ones to come) adds the deliveries
  * in its own transaction, and nothing is lost between an event and its POST. The triggers are
  * statement-level with transition tables: one set-based insert per statement, and an
- * organization without endpoints costs one index probe per statement. They notify
+ * organization without endpoints costs an index probe per event row. They notify
  * `svc_webhooks` so every process's dispatcher wakes at commit.
  */
 export class Migration20261126000000_webhooks extends Migration {
