@@ -34,6 +34,7 @@ export function createWebhookDeliveryActivities(deps: WebhookDeliveryDeps): Webh
           error: 'the endpoint is disabled',
           retryInMs: null,
         });
+        afterWebhookAttempt?.();
         return rec ? { outcome: 'failed' } : { outcome: 'stopped' };
       }
       // Compact, in the stored key order: the same bytes on every attempt (PostgreSQL's json text has spaces).

@@ -153,6 +153,7 @@ async function worker(): Promise<void> {
   const mailer = config.smtpUrl
     ? createSmtpMailer(config.smtpUrl, false)
     : createSmtpMailer(`smtp://127.0.0.1:${config.devSmtpPort}`, true);
+  const webhooks = createWebhookHttp(webhookHttpOptions(config));
   const activities = createActivities({
     orm: workerOrm,
     mailer,
@@ -160,7 +161,7 @@ async function worker(): Promise<void> {
     log: log.child({ component: 'activities' }),
     secrets: identityDeps(config).secrets,
     dns: createDnsResolver(config.dnsServers),
-    webhooks: createWebhookHttp(webhookHttpOptions(config)),
+    webhooks,
   });
   const running = await runTemporalWorker({
     settings: temporalSettings(config),
@@ -172,6 +173,7 @@ async function worker(): Promise<void> {
   const stop = async () => {
     await running.stop();
     mailer.close();
+    webhooks.close();
     await db.close();
   };
   onShutdown(log, stop);

@@ -1,5 +1,13 @@
+import * as yup from 'yup';
 import { ValidationError, type AnySchema, type InferType } from 'yup';
 import { validationError, type ServiceError } from './errors';
+
+/** A JSON body's schema: exactly these fields (unknown ones refused, named), no type coercion. */
+export const bodySchema = <T extends yup.ObjectShape>(shape: T) =>
+  yup
+    .object(shape)
+    .noUnknown(({ unknown }) => `unknown field(s): ${unknown}`)
+    .strict();
 
 /** One line: header values, subjects, names. */
 export const NO_LINE_BREAKS = /^[^\r\n]*$/;

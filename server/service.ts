@@ -23,9 +23,6 @@ import { WebhookDispatcher } from '../worker/webhook-dispatcher';
 import { createWebhookHttp } from '../activities/webhook-http';
 import { createApp } from '../api/app';
 
-/** Runs of one endpoint started at once, per POST slot: enough queued behind each slot to keep it busy. */
-const WEBHOOK_WINDOW_PER_SLOT = 16;
-
 export interface Service {
   url: string;
   port: number;
@@ -86,7 +83,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   const workerOrm = await openOrm(db.url, config.workerDbPoolSize);
   let engine: Engine;
   let executor: Executor | null = null;
-  const webhookHttp = createWebhookHttp(webhookHttpOptions(config));
+  const webhookOptions = webhookHttpOptions(config);
+  const webhookHttp = createWebhookHttp(webhookOptions);
   // Bound once the dispatcher exists: each recorded attempt may leave room in an endpoint's window.
   let dispatcher: WebhookDispatcher | undefined;
   if (config.engine === 'temporal') {
@@ -141,7 +139,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   );
   sweep.start();
   dispatcher = new WebhookDispatcher(workerOrm, db.url, engine, log.child({ component: 'webhook-dispatcher' }), {
-    window: config.webhookConcurrency * WEBHOOK_WINDOW_PER_SLOT,
+    concurrencyPerEndpoint: config.webhookConcurrency,
   });
   await dispatcher.start();
   const app = createApp({
@@ -155,7 +153,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     domains: { secrets, dns, platform, clock: systemClock, verification: timing },
     webhooks: {
       secrets,
-      policy: { allowHttp: config.webhookAllowHttp, allowPrivate: config.webhookAllowPrivate },
+      policy: webhookOptions,
       dispatch: () => dispatcher?.kick(),
     },
   });

@@ -15,9 +15,12 @@ const COALESCE_MS = 5;
 /** After the LISTEN connection broke, how soon to open it again. */
 const RELISTEN_MS = 1000;
 
+/** Runs of one endpoint started and due at once, per POST slot: enough queued behind each slot to keep it busy. */
+const WINDOW_PER_SLOT = 16;
+
 export interface WebhookDispatcherOptions {
-  /** Per endpoint, runs started and due at once; the rest of its backlog waits here. */
-  window: number;
+  /** POSTs in flight at once per endpoint (WEBHOOK_CONCURRENCY); the window is this × WINDOW_PER_SLOT. */
+  concurrencyPerEndpoint: number;
 }
 
 /**
@@ -61,7 +64,7 @@ export class WebhookDispatcher {
 
   /** One claim-and-start pass; answers how many deliveries it claimed. */
   async runOnce(): Promise<number> {
-    const rows = await claimWebhookDeliveries(this.orm, this.opts.window, BATCH);
+    const rows = await claimWebhookDeliveries(this.orm, this.opts.concurrencyPerEndpoint * WINDOW_PER_SLOT, BATCH);
     const failed: string[] = [];
     await Promise.all(
       rows.map(async (d) => {

@@ -1,4 +1,5 @@
 import * as yup from 'yup';
+import { bodySchema } from '../../core/validate';
 
 /** A DNS name we can send from: labels of letters, digits and inner hyphens, a letter TLD, at most 253 chars. */
 const HOSTNAME = /^(?=.{4,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/;
@@ -6,29 +7,26 @@ const HOSTNAME = /^(?=.{4,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,6
 /** Case and a trailing root dot do not make another domain. */
 export const normalizeDomainName = (v: string) => v.trim().toLowerCase().replace(/\.$/, '');
 
-export const createDomainSchema = yup
-  .object({
-    name: yup
-      .string()
-      .strict()
-      .required()
-      .test(
-        'hostname',
-        'name must be a domain name such as mail.example.com',
-        (v) => v === undefined || HOSTNAME.test(normalizeDomainName(v)),
-      ),
-    dns_provider: yup
-      .string()
-      .strict()
-      .oneOf(['manual', 'cloudflare'] as const)
-      .default('manual'),
-    stream: yup
-      .string()
-      .strict()
-      .oneOf(['transactional', 'bulk'] as const)
-      .default('transactional'),
-  })
-  .noUnknown(({ unknown }) => `unknown field(s): ${unknown}`)
-  .strict();
+export const createDomainSchema = bodySchema({
+  name: yup
+    .string()
+    .strict()
+    .required()
+    .test(
+      'hostname',
+      'name must be a domain name such as mail.example.com',
+      (v) => v === undefined || HOSTNAME.test(normalizeDomainName(v)),
+    ),
+  dns_provider: yup
+    .string()
+    .strict()
+    .oneOf(['manual', 'cloudflare'] as const)
+    .default('manual'),
+  stream: yup
+    .string()
+    .strict()
+    .oneOf(['transactional', 'bulk'] as const)
+    .default('transactional'),
+});
 
 export type CreateDomainBody = yup.InferType<typeof createDomainSchema>;

@@ -2,7 +2,7 @@ import * as yup from 'yup';
 import { SLUG_RE } from '../../core/contacts/rules';
 import { bodyPart } from '../../core/emails/schema';
 import { isUuid } from '../../db/ids';
-import { NO_LINE_BREAKS } from '../../core/validate';
+import { NO_LINE_BREAKS, bodySchema } from '../../core/validate';
 import { resourceName } from '../validate';
 
 const name = resourceName();
@@ -15,47 +15,38 @@ const slug = yup
 /** The subject's source: the send rules for a subject (1–998, one line) hold for the template text too. */
 const subject = yup.string().strict().min(1).max(998).matches(NO_LINE_BREAKS, 'subject must not contain line breaks');
 
-export const createTemplateSchema = yup
-  .object({
-    name: name.required('name is required'),
-    slug,
-    subject: subject.required('subject is required'),
-    html: bodyPart('html'),
-    text: bodyPart('text'),
-    // Checked by parseVariables.
-    variables: yup.mixed(),
-  })
-  .noUnknown(({ unknown }) => `unknown field(s): ${unknown}`)
-  .strict();
+export const createTemplateSchema = bodySchema({
+  name: name.required('name is required'),
+  slug,
+  subject: subject.required('subject is required'),
+  html: bodyPart('html'),
+  text: bodyPart('text'),
+  // Checked by parseVariables.
+  variables: yup.mixed(),
+});
 
 /** Edits the draft; null removes slug, html or text. */
-export const updateTemplateSchema = yup
-  .object({
-    name,
-    slug: slug.nullable(),
-    subject,
-    html: bodyPart('html').nullable(),
-    text: bodyPart('text').nullable(),
-    variables: yup.mixed(),
-  })
-  .noUnknown(({ unknown }) => `unknown field(s): ${unknown}`)
-  .strict();
+export const updateTemplateSchema = bodySchema({
+  name,
+  slug: slug.nullable(),
+  subject,
+  html: bodyPart('html').nullable(),
+  text: bodyPart('text').nullable(),
+  variables: yup.mixed(),
+});
 
-export const renderTemplateSchema = yup
-  .object({
-    /** A published number, `latest` (the default) or `draft` (a preview of the unpublished draft). */
-    version: yup
-      .mixed<number | 'latest' | 'draft'>()
-      .test(
-        'version',
-        'version must be a published version number (1, 2, …), "latest" or "draft"',
-        (v) => v === undefined || v === 'latest' || v === 'draft' || (typeof v === 'number' && Number.isSafeInteger(v) && v >= 1),
-      ),
-    // Checked against the template's variables (422 template_variables).
-    data: yup.mixed(),
-  })
-  .noUnknown(({ unknown }) => `unknown field(s): ${unknown}`)
-  .strict();
+export const renderTemplateSchema = bodySchema({
+  /** A published number, `latest` (the default) or `draft` (a preview of the unpublished draft). */
+  version: yup
+    .mixed<number | 'latest' | 'draft'>()
+    .test(
+      'version',
+      'version must be a published version number (1, 2, …), "latest" or "draft"',
+      (v) => v === undefined || v === 'latest' || v === 'draft' || (typeof v === 'number' && Number.isSafeInteger(v) && v >= 1),
+    ),
+  // Checked against the template's variables (422 template_variables).
+  data: yup.mixed(),
+});
 
 export type CreateTemplateBody = yup.InferType<typeof createTemplateSchema>;
 export type UpdateTemplateBody = yup.InferType<typeof updateTemplateSchema>;

@@ -1,5 +1,5 @@
 import * as yup from 'yup';
-import { NO_LINE_BREAKS } from '../../core/validate';
+import { NO_LINE_BREAKS, bodySchema } from '../../core/validate';
 import { parseTimestamp } from '../../core/time';
 import { isWebhookEvent, WEBHOOK_EVENTS } from '../../core/webhooks/events';
 import { listQuerySchema } from '../validate';
@@ -37,15 +37,9 @@ const description = yup
   .matches(NO_LINE_BREAKS, 'description must not contain line breaks')
   .nullable();
 
-const strictObject = <T extends yup.ObjectShape>(shape: T) =>
-  yup
-    .object(shape)
-    .noUnknown(({ unknown }) => `unknown field(s): ${unknown}`)
-    .strict();
-
-export const createWebhookSchema = strictObject({ url: url.required('url is required'), events, description });
-export const updateWebhookSchema = strictObject({ url, events, description, enabled: yup.boolean().strict() });
-export const recoverSchema = strictObject({
+export const createWebhookSchema = bodySchema({ url: url.required('url is required'), events, description });
+export const updateWebhookSchema = bodySchema({ url, events, description, enabled: yup.boolean().strict() });
+export const recoverSchema = bodySchema({
   since: yup
     .string()
     .strict()

@@ -2,7 +2,7 @@ import * as yup from 'yup';
 import type { ContactStatus, SubscriptionState } from '../../db/entities';
 import { validationError, type ErrorDetail } from '../errors';
 import { parseAddrSpec } from '../emails/address';
-import { fromYup, isPlainObject } from '../validate';
+import { bodySchema, fromYup, isPlainObject } from '../validate';
 import {
   CONTACT_STATUSES,
   MAX_CONTACT_NAME,
@@ -14,21 +14,18 @@ import {
   type PropertyPatch,
 } from './rules';
 
-const upsertSchema = yup
-  .object({
-    email: yup.string().strict().required('email is required').max(320),
-    first_name: yup.string().strict().max(MAX_CONTACT_NAME).nullable(),
-    last_name: yup.string().strict().max(MAX_CONTACT_NAME).nullable(),
-    // Checked by parseProperties (yup would coerce or strip what the rules refuse).
-    properties: yup.mixed(),
-    status: yup
-      .string()
-      .strict()
-      .oneOf(CONTACT_STATUSES, `status must be one of: ${CONTACT_STATUSES.join(', ')}`),
-    topics: yup.array().strict().of(yup.string().strict().required()).max(MAX_TOPIC_CHANGES),
-  })
-  .noUnknown(({ unknown }) => `unknown field(s): ${unknown}`)
-  .strict();
+const upsertSchema = bodySchema({
+  email: yup.string().strict().required('email is required').max(320),
+  first_name: yup.string().strict().max(MAX_CONTACT_NAME).nullable(),
+  last_name: yup.string().strict().max(MAX_CONTACT_NAME).nullable(),
+  // Checked by parseProperties (yup would coerce or strip what the rules refuse).
+  properties: yup.mixed(),
+  status: yup
+    .string()
+    .strict()
+    .oneOf(CONTACT_STATUSES, `status must be one of: ${CONTACT_STATUSES.join(', ')}`),
+  topics: yup.array().strict().of(yup.string().strict().required()).max(MAX_TOPIC_CHANGES),
+});
 
 /** A contact upsert, checked: what the upsert statement writes. */
 export interface ContactUpsert {
@@ -78,30 +75,24 @@ export interface SubscriptionChange {
   state: SubscriptionState;
 }
 
-const changeSchema = yup
-  .object({
-    topic: yup.string().strict().required('topic is required'),
-    state: yup
-      .string()
-      .strict()
-      .required('state is required')
-      .oneOf(SUBSCRIPTION_STATES, `state must be one of: ${SUBSCRIPTION_STATES.join(', ')}`),
-  })
-  .noUnknown(({ unknown }) => `unknown field(s): ${unknown}`)
-  .strict();
+const changeSchema = bodySchema({
+  topic: yup.string().strict().required('topic is required'),
+  state: yup
+    .string()
+    .strict()
+    .required('state is required')
+    .oneOf(SUBSCRIPTION_STATES, `state must be one of: ${SUBSCRIPTION_STATES.join(', ')}`),
+});
 
-const changesSchema = yup
-  .object({
-    subscriptions: yup
-      .array()
-      .strict()
-      .required()
-      .min(1, 'subscriptions needs at least one change')
-      .max(MAX_TOPIC_CHANGES, `at most ${MAX_TOPIC_CHANGES} changes per call`)
-      .of(changeSchema),
-  })
-  .noUnknown(({ unknown }) => `unknown field(s): ${unknown}`)
-  .strict();
+const changesSchema = bodySchema({
+  subscriptions: yup
+    .array()
+    .strict()
+    .required()
+    .min(1, 'subscriptions needs at least one change')
+    .max(MAX_TOPIC_CHANGES, `at most ${MAX_TOPIC_CHANGES} changes per call`)
+    .of(changeSchema),
+});
 
 /**
  * POST /contacts/:id/subscriptions's body: one change `{topic, state}` or `{subscriptions: [...]}`.

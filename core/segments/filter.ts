@@ -3,34 +3,28 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { Topic, type SegmentFilter, type ContactStatus, type SubscriptionState } from '../../db/entities';
 import type { AudienceCondition } from '../../db/sql/audience-conditions';
 import { validationError } from '../errors';
-import { fromYup, isPlainObject } from '../validate';
+import { bodySchema, fromYup, isPlainObject } from '../validate';
 import { unknownTopic } from '../contacts/rules';
 
 export const MAX_CONDITIONS = 20;
 const STATUSES = ['SUBSCRIBED', 'UNSUBSCRIBED', 'BOUNCED'] as const;
 const STATES = ['SUBSCRIBED', 'UNSUBSCRIBED'] as const;
 
-const statusCondition = yup
-  .object({
-    status: yup
-      .string()
-      .strict()
-      .required()
-      .oneOf(STATUSES, `status must be one of: ${STATUSES.join(', ')}`),
-  })
-  .noUnknown(({ unknown }) => `unknown field(s): ${unknown}`)
-  .strict();
-const topicCondition = yup
-  .object({
-    topic: yup.string().strict().required().max(200),
-    state: yup
-      .string()
-      .strict()
-      .required('state is required with topic')
-      .oneOf(STATES, `state must be one of: ${STATES.join(', ')}`),
-  })
-  .noUnknown(({ unknown }) => `unknown field(s): ${unknown}`)
-  .strict();
+const statusCondition = bodySchema({
+  status: yup
+    .string()
+    .strict()
+    .required()
+    .oneOf(STATUSES, `status must be one of: ${STATUSES.join(', ')}`),
+});
+const topicCondition = bodySchema({
+  topic: yup.string().strict().required().max(200),
+  state: yup
+    .string()
+    .strict()
+    .required('state is required with topic')
+    .oneOf(STATES, `state must be one of: ${STATES.join(', ')}`),
+});
 
 /**
  * A segment's filter (spec: Segment): `{all: [condition, ...]}` with 1–20 conditions, each

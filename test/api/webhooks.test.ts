@@ -258,6 +258,37 @@ describe('API: signed webhooks', function () {
     }
   });
 
+  it('an endpoint whose deliveries have failed for 5 days is disabled at its next failure, audit-logged', async () => {
+    const hook = await register({ events: ['email.sent'] });
+    receiver.respond = (r) => (r.path === hook.path ? 500 : 200);
+    try {
+      await sendTest(`failing-${Date.now()}@example.com`);
+      const [d] = await waitFor(async () => {
+        const list = (await deliveries(hook.id)).data;
+        return list[0]?.attempts === 1 ? list : undefined;
+      }, 'a failed first attempt');
+      const db = env.service.db.orm.em.fork().getConnection();
+      const [streak] = await db.execute(`select failing_since from webhook_endpoints where id = ?`, [hook.id]);
+      assert.ok(streak.failing_since, 'the failure streak started');
+      // Four days in: another failure keeps it enabled.
+      await db.execute(`update webhook_endpoints set failing_since = now() - interval '4 days' where id = ?`, [hook.id]);
+      await t.call('POST', `/api/v1/webhooks/${hook.id}/deliveries/${d.id}/retry`, { as: 'admin' });
+      await waitFor(async () => (await deliveries(hook.id)).data[0].attempts === 2, 'the second attempt');
+      assert.equal((await t.call('GET', `/api/v1/webhooks/${hook.id}`, { as: 'admin' })).body.enabled, true);
+      await db.execute(`update webhook_endpoints set failing_since = now() - interval '5 days 1 minute' where id = ?`, [hook.id]);
+      await t.call('POST', `/api/v1/webhooks/${hook.id}/deliveries/${d.id}/retry`, { as: 'admin' });
+      const w = await waitFor(async () => {
+        const got = (await t.call('GET', `/api/v1/webhooks/${hook.id}`, { as: 'admin' })).body;
+        return got.enabled === false ? got : undefined;
+      }, 'disabled after 5 days of failures');
+      assert.equal(w.disabled_reason, 'failing');
+      const log = (await t.call('GET', '/api/v1/audit-log?limit=100', { as: 'admin' })).body.data;
+      assert.ok(log.some((e: any) => e.action === 'webhook.disabled' && e.target.id === hook.id && e.details.reason === 'failing'));
+    } finally {
+      receiver.respond = () => 200;
+    }
+  });
+
   it('manual retry sends a delivery again with its webhook-id; recover re-queues the failed ones since a time', async () => {
     const hook = await register({ events: ['email.sent'] });
     receiver.respond = (r) => (r.path === hook.path ? 503 : 200);
@@ -314,6 +345,16 @@ describe('API: signed webhooks', function () {
     assert.equal(r.headers['webhook-signature'].split(' ').length, 2);
     assert.ok(new Webhook(rotated.body.secret).verify(r.body, r.headers));
     assert.ok(new Webhook(hook.secret).verify(r.body, r.headers));
+    // After the 24 h overlap only the new secret signs.
+    await env.service.db.orm.em
+      .fork()
+      .getConnection()
+      .execute(`update webhook_endpoints set previous_secret_until = now() - interval '1 second' where id = ?`, [hook.id]);
+    await sendTest(`rotate-after-${Date.now()}@example.com`);
+    const later = await waitFor(async () => receiver.at(hook.path)[1], 'delivery after the overlap');
+    assert.equal(later.headers['webhook-signature'].split(' ').length, 1);
+    assert.ok(new Webhook(rotated.body.secret).verify(later.body, later.headers));
+    assert.throws(() => new Webhook(hook.secret).verify(later.body, later.headers));
     await t.call('DELETE', `/api/v1/webhooks/${hook.id}`, { as: 'admin' });
   });
 
