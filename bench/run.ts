@@ -30,7 +30,7 @@ const INTERLEAVED_ROUNDS = 4;
 const ROUND_SECONDS = SECONDS / INTERLEAVED_ROUNDS;
 /**
  * For iterating on one path: BENCH_ONLY=live-single, test-single, live-batch, test-batch, template
- * (live single sends plain and with templates), audience or webhooks measures the baseline and that phase only
+ * (live single sends plain and with templates), audience, webhooks or relay measures the baseline and that phase only
  * (BENCHMARKS.md is not written).
  */
 const ONLY = process.env.BENCH_ONLY;
@@ -63,6 +63,20 @@ function load(url: string, tokens: string[], body: unknown, concurrency: number,
     let out = '';
     child.stdout.on('data', (c) => (out += c));
     child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`load generator exited ${code}`))));
+  });
+}
+
+/** The relay's load: `connections` SMTP connections, one key each (bench/smtp-load.ts). */
+function smtpLoad(port: number, tokens: string[], message: unknown, connections: number, seconds = SECONDS): Promise<Result> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      ['--require', 'tsx/cjs', path.join(__dirname, 'smtp-load.ts'), JSON.stringify({ port, tokens, message, connections, seconds })],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let out = '';
+    child.stdout.on('data', (c) => (out += c));
+    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`SMTP load generator exited ${code}`))));
   });
 }
 
@@ -180,6 +194,7 @@ async function main() {
         logLevel: 'warn',
         dbPoolSize: POOL,
         smtpUrl: `smtp://127.0.0.1:${relayPort}`,
+        smtpRelay: { ...readConfig({}).smtpRelay!, port: 0 },
       },
       { log: pino({ level: 'warn' }, pino.destination(2)) },
     );
@@ -311,6 +326,33 @@ async function main() {
     await service.stop();
     return r;
   };
+  /** Messages per second through the SMTP relay on one connection and on ten (STARTTLS, one key per connection). */
+  const runRelay = async (): Promise<{ one: Result; ten: Result }> => {
+    const service = await startBenchService('bench_service_relay');
+    const org = await createOrganization(service.db.orm, 'Bench relay');
+    await createDomain(service.db.orm, org.id, 'bench.test', { verified: true });
+    const tokens: string[] = [];
+    for (let i = 0; i < 10; i++)
+      tokens.push(
+        (await createKey(service.db.orm, org.id, { name: `relay-${i}`, permission: 'send', mode: 'live', rateLimit: 1000 })).token,
+      );
+    const port = service.relay!.port;
+    log.info('SMTP relay, 1 connection');
+    await smtpLoad(port, tokens, message, 1); // warm-up run discarded
+    const one = await smtpLoad(port, tokens, message, 1);
+    log.info('SMTP relay, 10 connections');
+    await smtpLoad(port, tokens, message, 10);
+    const ten = await smtpLoad(port, tokens, message, 10);
+    await service.stop();
+    return { one, ten };
+  };
+  if (ONLY === 'relay') {
+    const r = await runRelay();
+    log.info({ base: base.rps, ...r }, 'BENCH_ONLY: relay measured');
+    await new Promise<void>((resolve) => relay.close(() => resolve()));
+    if (pg) await pg.stop();
+    return;
+  }
   if (ONLY === 'webhooks') {
     const w = await runWebhooks();
     log.info({ base: base.rps, ...w }, 'BENCH_ONLY: webhooks measured');
@@ -330,7 +372,8 @@ async function main() {
   const test = ONLY?.startsWith('live-') || ONLY === 'template' ? null : await runService('test');
   const audience = ONLY ? null : await runAudience();
   const webhooks = ONLY ? null : await runWebhooks();
-  if (!live || !test || !audience || !webhooks) {
+  const smtpRelay = ONLY ? null : await runRelay();
+  if (!live || !test || !audience || !webhooks || !smtpRelay) {
     await new Promise<void>((resolve) => relay.close(() => resolve()));
     if (pg) await pg.stop();
     return;
@@ -364,11 +407,14 @@ ${row(`POST /emails/batch, 100 items, test key (concurrency ${BATCH_CONCURRENCY}
 ${row(`POST /emails, live key, in turn with the three rows below (concurrency ${SINGLE_CONCURRENCY})`, live.templated[0], live.templated[0].rps)}
 ${row(`POST /emails, live key, the first template's rendered subject, html and text sent plain (concurrency ${SINGLE_CONCURRENCY})`, live.templated[1], live.templated[1].rps)}
 ${TEMPLATES.map((t, i) => row(`POST /emails with a template: ${t.label}, live key (concurrency ${SINGLE_CONCURRENCY})`, live.templated[i + 2], live.templated[i + 2].rps)).join('\n')}
+${row('SMTP relay, 1 connection (STARTTLS, one message per transaction)', smtpRelay.one, smtpRelay.one.rps)}
+${row('SMTP relay, 10 connections (STARTTLS, one key each)', smtpRelay.ten, smtpRelay.ten.rps)}
 ${row(`POST /contacts, a new contact with properties and a topic per request (concurrency ${SINGLE_CONCURRENCY})`, audience.upsert, 0).replace(/\| [\d.]+ \| ([\d.]+ \| [\d.]+ \| \d+ \| \d+ \|)$/, '| – | $1')}
 
 - Live single sends run at **${f(ratio * 100, 0)}%** of the baseline's request rate (goal ≥ 40%); test-key single sends at ${f((test.single.rps / base.rps) * 100, 0)}%.
 - Single sends with a template run at **${TEMPLATES.map((t, i) => `${f((live.templated[i + 2].rps / live.templated[0].rps) * 100, 0)}% (${t.label})`).join(', ')}** of plain live single sends measured in turn with them (${INTERLEAVED_ROUNDS} rounds of ${f(ROUND_SECONDS, 0)} s each, goal ≥ 80%); the same content sent plain runs at ${f((live.templated[1].rps / live.templated[0].rps) * 100, 0)}%: the gap between that row and a templated one is what templating costs, the rest is the larger message.
 - Live batches accept **${f(batchMsgs, 0)}** messages per second (goal ≥ 2,000); test-key batches ${f(test.batch.rps * 100, 0)}.
+- The SMTP relay accepts **${f(smtpRelay.one.rps, 0)}** messages per second on one connection and **${f(smtpRelay.ten.rps, 0)}** on ten (${f((smtpRelay.ten.rps / single.rps) * 100, 0)}% of live single sends over HTTP); each message is one \`POST /emails\` through the same store statement, after MAIL FROM's domain check, RCPT and DATA on the connection.
 - Contact upserts run at **${f((audience.upsert.rps / base.rps) * 100, 0)}%** of the baseline's request rate (goal ≥ 40%).
 - Still queued when each run ended (the engine's backlog): live ${live.backlog}, test ${test.backlog}.
 ${single.errors + batch.errors + base.errors > 0 ? `- First error seen: ${single.firstError || batch.firstError || base.firstError}\n` : ''}

@@ -59,6 +59,9 @@ async function withDb<T>(fn: (db: Awaited<ReturnType<typeof openDatabase>>) => P
   }
 }
 
+/** Where a client on this machine reaches a listener bound to `host`. */
+const relayHost = (host: string) => (host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host);
+
 async function start(): Promise<void> {
   const config = readConfig();
   const log = createLogger(config.logLevel);
@@ -95,6 +98,11 @@ async function start(): Promise<void> {
     service.inbox
       ? `  Dev inbox      ${service.url}/inbox   (SMTP sink on 127.0.0.1:${service.inbox.port}; set SMTP_URL for real delivery)`
       : `  Outbound SMTP  ${config.smtpUrl!.replace(/\/\/[^@/]*@/, '//***@')}`,
+    service.relay
+      ? `  SMTP relay     ${relayHost(config.host)}:${service.relay.port} (STARTTLS${
+          config.smtpRelay!.allowInsecureAuth ? ' or plain' : ''
+        }; AUTH user svc, password an API key)${service.relay.tlsPort !== null ? `, implicit TLS on ${service.relay.tlsPort}` : ''}`
+      : '  SMTP relay     off (SMTP_RELAY_PORT=off)',
     `  Database       ${service.db.embedded ? `embedded PostgreSQL in ${path.join(config.dataDir, 'postgres')}` : 'DATABASE_URL'}`,
     `  Worker         ${service.executorId ? `executor ${service.executorId}` : 'Temporal (run svc worker)'}`,
     `  Setup          ${path.join(config.dataDir, 'credentials.json')} (ids, no tokens)`,

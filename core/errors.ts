@@ -1,13 +1,15 @@
 /**
  * The error catalogue: every code a client can see, declared once with its HTTP status. The API's
- * error middleware renders a ServiceError from it, the SMTP relay will map the same codes to SMTP
- * replies (`smtp`), and docs/api.md's table must list exactly these (test/core/errors-catalogue.test.ts).
+ * error middleware renders a ServiceError from it, the SMTP relay answers the same codes with
+ * `smtp` (its reply code and enhanced status; smtp/replies.ts: a code without one is a 550 5.6.0
+ * when the client caused it, a 451 4.3.0 when we did), and docs/api.md's table must list exactly
+ * these (test/core/errors-catalogue.test.ts).
  */
 export const ERRORS = {
   invalid_json: { status: 400, when: 'Body is not valid JSON, is empty where a body is required, or nests deeper than 64 levels.' },
   invalid_body: { status: 400, when: 'The request body could not be read (the connection broke mid-body).' },
   missing_api_key: { status: 401, when: 'No `Authorization: Bearer ...` header.' },
-  invalid_api_key: { status: 401, when: 'Unknown, malformed, revoked or expired key.' },
+  invalid_api_key: { status: 401, when: 'Unknown, malformed, revoked or expired key.', smtp: '535 5.7.8' },
   forbidden: { status: 403, when: "The key's permission tier is too low (SEND < FULL < ADMIN)." },
   test_key_not_allowed: { status: 403, when: 'Test key on an ADMIN endpoint, or writing contacts and subscriptions.' },
   admin_key_not_mintable: { status: 403, when: '`POST /keys` with `permission: admin`, or rotating an ADMIN key.' },
@@ -28,7 +30,7 @@ export const ERRORS = {
   webhook_disabled: { status: 409, when: 'Retrying or recovering deliveries of a disabled webhook: enable it first.' },
   key_revoked: { status: 409, when: 'Rotating a revoked key.' },
   rotation_conflict: { status: 409, when: 'Rotating a key that another rotation superseded at the same moment.' },
-  payload_too_large: { status: 413, when: 'Body over `MAX_BODY_BYTES` (40 MiB by default).' },
+  payload_too_large: { status: 413, when: 'Body over `MAX_BODY_BYTES` (40 MiB by default).', smtp: '552 5.3.4' },
   unsupported_media_type: {
     status: 415,
     when: 'A body without `Content-Type: application/json` (any case; a `charset` other than UTF-8 is refused too).',
@@ -53,12 +55,13 @@ export const ERRORS = {
   domain_not_verified: {
     status: 422,
     when: 'Sender domain is not a verified domain of the organization allowed for the key (in a batch: inside the item).',
+    smtp: '550 5.7.1',
   },
   unsupported_feature: { status: 422, when: '`track` (not yet supported by this server; never silently ignored).' },
-  rate_limited: { status: 429, when: 'Per-key request rate spent for this second; `Retry-After: 1`.' },
-  internal_error: { status: 500, when: 'Our fault; the answer carries an `error_id` that is in the log line too.' },
-  starting: { status: 503, when: 'The service is still starting (database or engine not up yet); `Retry-After: 1`.' },
-} as const satisfies Record<string, { status: number; when: string; smtp?: string }>;
+  rate_limited: { status: 429, when: 'Per-key request rate spent for this second; `Retry-After: 1`.', smtp: '450 4.7.1' },
+  internal_error: { status: 500, when: 'Our fault; the answer carries an `error_id` that is in the log line too.', smtp: '451 4.3.0' },
+  starting: { status: 503, when: 'The service is still starting (database or engine not up yet); `Retry-After: 1`.', smtp: '451 4.3.0' },
+} as const satisfies Record<string, { status: number; when: string; smtp?: `${2 | 4 | 5}${number} ${number}.${number}.${number}` }>;
 
 export type ErrorCode = keyof typeof ERRORS;
 

@@ -60,6 +60,24 @@ export interface Config {
   webhookAllowPrivate: boolean;
   /** WEBHOOK_CONCURRENCY: POSTs in flight at once to one endpoint, per process. */
   webhookConcurrency: number;
+  /** SMTP relay listener; null when SMTP_RELAY_PORT=off. */
+  smtpRelay: SmtpRelayConfig | null;
+}
+
+export interface SmtpRelayConfig {
+  /** SMTP_RELAY_PORT: submission port with STARTTLS (default 2587 in development, 587 in production; 0 picks a free port; `off` disables the relay). */
+  port: number;
+  /** SMTP_RELAY_TLS_PORT: a second port speaking implicit TLS (usually 465); unset: none. */
+  tlsPort: number | null;
+  /** SMTP_RELAY_TLS_CERT / SMTP_RELAY_TLS_KEY: PEM files; unset: a self-signed pair generated once in DATA_DIR (refused in production). */
+  tlsCertFile: string | null;
+  tlsKeyFile: string | null;
+  /** SMTP_RELAY_ALLOW_INSECURE: AUTH without STARTTLS (default: on in development, off with NODE_ENV=production). */
+  allowInsecureAuth: boolean;
+  /** SMTP_RELAY_MAX_CONNECTIONS_PER_KEY: authenticated connections one API key may hold open at once. */
+  maxConnectionsPerKey: number;
+  /** SMTP_RELAY_IDLE_SECONDS: a connection silent this long is closed (421). */
+  idleSeconds: number;
 }
 
 export interface TemporalConfig extends Omit<TemporalSettings, 'retryBaseSeconds'> {
@@ -115,6 +133,24 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookAllowHttp: flag('WEBHOOK_ALLOW_HTTP', env.NODE_ENV !== 'production', env),
     webhookAllowPrivate: flag('WEBHOOK_ALLOW_PRIVATE', env.NODE_ENV !== 'production', env),
     webhookConcurrency: atLeast('WEBHOOK_CONCURRENCY', int('WEBHOOK_CONCURRENCY', 16, env), 1),
+    smtpRelay: readSmtpRelayConfig(env),
+  };
+}
+
+function readSmtpRelayConfig(env: NodeJS.ProcessEnv): SmtpRelayConfig | null {
+  if (env.SMTP_RELAY_PORT === 'off') return null;
+  const production = env.NODE_ENV === 'production';
+  const cert = env.SMTP_RELAY_TLS_CERT || null;
+  const key = env.SMTP_RELAY_TLS_KEY || null;
+  if ((cert === null) !== (key === null)) throw new Error('SMTP_RELAY_TLS_CERT and SMTP_RELAY_TLS_KEY go together: set both or neither');
+  return {
+    port: int('SMTP_RELAY_PORT', production ? 587 : 2587, env),
+    tlsPort: env.SMTP_RELAY_TLS_PORT ? int('SMTP_RELAY_TLS_PORT', 0, env) : null,
+    tlsCertFile: cert,
+    tlsKeyFile: key,
+    allowInsecureAuth: flag('SMTP_RELAY_ALLOW_INSECURE', !production, env),
+    maxConnectionsPerKey: atLeast('SMTP_RELAY_MAX_CONNECTIONS_PER_KEY', int('SMTP_RELAY_MAX_CONNECTIONS_PER_KEY', 20, env), 1),
+    idleSeconds: atLeast('SMTP_RELAY_IDLE_SECONDS', int('SMTP_RELAY_IDLE_SECONDS', 60, env), 1),
   };
 }
 

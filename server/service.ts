@@ -22,6 +22,9 @@ import { DomainVerificationSweep } from '../worker/domain-sweep';
 import { WebhookDispatcher } from '../worker/webhook-dispatcher';
 import { createWebhookHttp } from '../activities/webhook-http';
 import { createApp } from '../api/app';
+import { GroupStore } from '../core/emails/group-store';
+import { SmtpRelay } from '../smtp/relay';
+import { relayTls } from '../smtp/tls';
 
 export interface Service {
   url: string;
@@ -31,6 +34,8 @@ export interface Service {
   /** The embedded engine's executor id (null on Temporal). */
   executorId: string | null;
   inbox: DevInbox | null;
+  /** The SMTP relay's listener (null with SMTP_RELAY_PORT=off). */
+  relay: SmtpRelay | null;
   log: Logger;
   stop(): Promise<void>;
 }
@@ -56,6 +61,10 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   const log = opts.log ?? createLogger(config.logLevel);
   if (config.production && !config.smtpUrl && !opts.mailer) {
     throw new Error('SMTP_URL is required with NODE_ENV=production: the development inbox is for development only');
+  }
+  if (config.production && config.smtpRelay && !config.smtpRelay.tlsCertFile) {
+    // A generated certificate nobody can verify invites clients to turn verification off.
+    throw new Error('the SMTP relay needs SMTP_RELAY_TLS_CERT and SMTP_RELAY_TLS_KEY with NODE_ENV=production (or SMTP_RELAY_PORT=off)');
   }
   // Bind the port first: until the database and the engine are up, every request (and /health)
   // gets 503, so orchestrators and scripts can tell "starting" from "down".
@@ -158,10 +167,37 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     },
   });
   handler = app.callback();
+  let relay: SmtpRelay | null = null;
+  if (config.smtpRelay) {
+    const r = config.smtpRelay;
+    relay = new SmtpRelay(
+      { orm: db.orm, store: new GroupStore(db.orm, log), dispatch: () => outbox.kick(), log: log.child({ component: 'smtp-relay' }) },
+      {
+        port: r.port,
+        tlsPort: r.tlsPort,
+        host: config.host,
+        tls: await relayTls({ certFile: r.tlsCertFile, keyFile: r.tlsKeyFile, dataDir: config.dataDir }),
+        allowInsecureAuth: r.allowInsecureAuth,
+        maxConnectionsPerKey: r.maxConnectionsPerKey,
+        idleSeconds: r.idleSeconds,
+        maxMessageBytes: config.maxBodyBytes,
+      },
+    );
+    await relay.start();
+  }
   const port = (server.address() as AddressInfo).port;
   const url = config.publicUrl ?? `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
 
-  log.info({ url, engine: engine.name, executorId: executor?.id ?? null }, 'service started');
+  log.info(
+    {
+      url,
+      engine: engine.name,
+      executorId: executor?.id ?? null,
+      smtpRelayPort: relay?.port ?? null,
+      smtpRelayTlsPort: relay?.tlsPort ?? null,
+    },
+    'service started',
+  );
 
   let stopped = false;
   return {
@@ -171,6 +207,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     engine,
     executorId: executor?.id ?? null,
     inbox,
+    relay,
     log,
     async stop() {
       if (stopped) return;
@@ -179,6 +216,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         server.close(() => resolve());
         server.closeAllConnections();
       });
+      await relay?.stop();
       await outbox.stop();
       await sweep.stop();
       await dispatcher?.stop();

@@ -36,6 +36,7 @@ export function presentEmail(email: Email, events: EmailEvent[], attachments: At
     sent_at: iso(email.sentAt),
     last_event: email.status,
     mode: email.mode,
+    source: email.source,
     attachments: attachments.map((a) => ({ filename: a.filename, content_type: a.contentType, size: a.size })),
     events: events.map(presentEvent),
   };
@@ -50,6 +51,7 @@ export function presentSummary(r: EmailSummaryRow) {
     subject: r.subject,
     last_event: r.status,
     mode: r.mode,
+    source: r.source,
     kind: r.kind,
     created_at: iso(r.created_at),
     sent_at: iso(r.sent_at),

@@ -1,5 +1,6 @@
 import type Koa from 'koa';
 import { ServiceError, validationError } from '../../core/errors';
+import { storable } from '../../core/validate';
 
 /** Deepest nesting a body may have. Real bodies stay under 5; validators and walkers recurse, so deeper input is refused outright. */
 export const MAX_JSON_DEPTH = 64;
@@ -103,42 +104,14 @@ function depthExceeds(raw: string, max: number): boolean {
   return false;
 }
 
-const toWellFormed = (s: string): string => (s as unknown as { toWellFormed(): string }).toWellFormed();
-
 /**
- * Makes every string of a parsed body storable in PostgreSQL, or refuses the body. Both cases can
- * only come from JSON escapes, so bodies without them (nearly all) are not walked:
- * - NUL (`\u0000`): text and jsonb cannot hold it, so it is a validation error naming the field;
- * - a lone surrogate (`\ud800`): not encodable in UTF-8, so it becomes U+FFFD, as any UTF-8
- *   encoder does (the message is stored; PostgreSQL's JSON parser would otherwise refuse it).
- * Bodies reaching here nest at most MAX_JSON_DEPTH deep, so the recursion is bounded.
+ * Makes every string of a parsed body storable in PostgreSQL, or refuses the body
+ * (core/validate.ts). Both cases can only come from JSON escapes, so bodies without them (nearly
+ * all) are not walked.
  */
 function storableStrings(value: unknown, raw: string): unknown {
   const nul = raw.includes('\\u0000');
   const surrogate = /\\u[dD][89a-fA-F]/.test(raw);
   if (!nul && !surrogate) return value;
-  const walk = (v: unknown, path: string): unknown => {
-    if (typeof v === 'string') {
-      if (nul && v.includes('\u0000')) {
-        throw validationError(`${path || 'body'} must not contain NUL characters`, [{ field: path, message: 'contains a NUL character' }]);
-      }
-      return surrogate ? toWellFormed(v) : v;
-    }
-    if (Array.isArray(v)) return v.map((x, i) => walk(x, `${path}[${i}]`));
-    if (v !== null && typeof v === 'object') {
-      const out: Record<string, unknown> = {};
-      // defineProperty, not assignment: a "__proto__" key stays a plain key, as JSON.parse made it.
-      for (const [k, x] of Object.entries(v)) {
-        Object.defineProperty(out, walk(k, path) as string, {
-          value: walk(x, path ? `${path}.${k}` : k),
-          enumerable: true,
-          writable: true,
-          configurable: true,
-        });
-      }
-      return out;
-    }
-    return v;
-  };
-  return walk(value, '');
+  return storable(value, { nul, surrogate });
 }

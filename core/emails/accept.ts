@@ -1,4 +1,5 @@
 import type { Orm } from '../../db/orm';
+import type { EmailSource } from '../../db/entities';
 import { uuidv7 } from '../../db/ids';
 import { findIdempotencyReplays } from '../../db/sql/idempotency-replays';
 import { ServiceError } from '../errors';
@@ -38,6 +39,8 @@ export interface AcceptOptions {
   cost: number;
   /** The request already paid (a batch's reservation): admitted without a charge. */
   prepaid?: boolean;
+  /** The ingress that accepted the messages (default `api`); the one thing GET /emails shows apart. */
+  source?: EmailSource;
 }
 
 /**
@@ -94,6 +97,7 @@ export async function acceptEmails(
       template_version: item.templateVersion,
       template_latest: item.templateLatest,
       idempotency_key: key,
+      source: opts.source ?? 'api',
     });
     for (const r of item.recipients) recipients.push({ id: uuidv7(), email_id: id, address: r.address, field: r.field });
     item.attachments.forEach((a, position) => {

@@ -88,3 +88,9 @@ export function parseMailbox(s: string): Mailbox | null {
   name = name.trim();
   return { ...mailbox, name: name === '' ? null : name };
 }
+
+/** A mailbox as `Name <local@domain>`, the name quoted and escaped only when it must be, or the bare address. */
+export function formatMailbox(name: string | null, address: string): string {
+  if (!name) return address;
+  return PHRASE_RE.test(name) ? `${name} <${address}>` : `"${name.replace(/[\\"]/g, '\\$&')}" <${address}>`;
+}

@@ -57,6 +57,11 @@ export interface PrepareOptions {
   /** From the Idempotency-Key header; wins over the body's idempotency_key. */
   headerIdempotencyKey?: string;
   now: Date;
+  /**
+   * The SMTP envelope's recipients, lower-cased: only they receive. An address of `to` or `cc`
+   * that is not among them stays in the header and gets nothing (mail "to" a list, sent to one).
+   */
+  envelope?: ReadonlySet<string>;
 }
 
 const asList = (v: string | string[] | undefined): string[] => (v === undefined ? [] : typeof v === 'string' ? [v] : v);
@@ -110,7 +115,7 @@ export function prepareEmail(input: unknown, opts: PrepareOptions): PreparedEmai
   ] as const) {
     for (const s of list) {
       const p = parseMailbox(s)!;
-      if (seen.has(p.normalized)) continue;
+      if (seen.has(p.normalized) || (opts.envelope && !opts.envelope.has(p.normalized))) continue;
       seen.add(p.normalized);
       recipients.push({ address: p.normalized, given: p.address, field });
     }

@@ -125,7 +125,7 @@ export async function acceptRendered(
         deps,
         credentials,
         ready.map((i) => current[i]),
-        { cost: 0, prepaid: true },
+        { cost: 0, prepaid: true, source: opts.source },
       );
       ready.forEach((i, n) => (results[i] = accepted[n]));
     }

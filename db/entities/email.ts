@@ -4,6 +4,8 @@ import type { KeyMode } from './api-key';
 export type EmailStatus =
   'queued' | 'sending' | 'sent' | 'delivered' | 'bounced' | 'complained' | 'failed' | 'suppressed' | 'canceled' | 'unconfirmed';
 
+export type EmailSource = 'api' | 'smtp';
+
 export interface Tag {
   name: string;
   value: string;
@@ -26,6 +28,8 @@ export class Email {
   tags: Tag[] = [];
   kind: string | null = null;
   mode!: KeyMode;
+  /** The ingress that accepted it: the REST API or the SMTP relay. */
+  source: EmailSource = 'api';
   status!: EmailStatus;
   scheduledAt: Date | null = null;
   /** The template and published version it was rendered from (kept when the template is deleted). */
@@ -61,6 +65,7 @@ export const EmailSchema = new EntitySchema<Email>({
     tags: { type: 'json' },
     kind: { type: 'text', nullable: true },
     mode: { type: 'text' },
+    source: { type: 'text' },
     status: { type: 'text' },
     scheduledAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
     templateId: { type: 'uuid', nullable: true },

@@ -7,6 +7,7 @@ import { Migration20261123000000_tokens_and_workers } from './Migration202611230
 import { Migration20261124000000_audience } from './Migration20261124000000_audience';
 import { Migration20261125000000_templates } from './Migration20261125000000_templates';
 import { Migration20261126000000_webhooks } from './Migration20261126000000_webhooks';
+import { Migration20261127000000_email_source } from './Migration20261127000000_email_source';
 
 /** Listed explicitly so migrations run the same from TypeScript sources and from any bundle. */
 export const migrationsList: MigrationObject[] = [
@@ -18,4 +19,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261124000000_audience', class: Migration20261124000000_audience },
   { name: 'Migration20261125000000_templates', class: Migration20261125000000_templates },
   { name: 'Migration20261126000000_webhooks', class: Migration20261126000000_webhooks },
+  { name: 'Migration20261127000000_email_source', class: Migration20261127000000_email_source },
 ];

@@ -7,6 +7,7 @@ export interface EmailSummaryRow {
   subject: string;
   status: string;
   mode: string;
+  source: string;
   kind: string | null;
   created_at: string;
   sent_at: string | null;
@@ -55,7 +56,7 @@ export function listEmails(orm: Orm, f: ListEmailsFilter): Promise<EmailSummaryR
     .fork()
     .getConnection()
     .execute(
-      `select e.id, e.from_address, e.to_addresses, e.subject, e.status, e.mode, e.kind, e.created_at, e.sent_at
+      `select e.id, e.from_address, e.to_addresses, e.subject, e.status, e.mode, e.source, e.kind, e.created_at, e.sent_at
          from emails e where ${where.join(' and ')}
         order by e.created_at desc, e.id desc limit ${Math.trunc(f.limit) + 1}`,
       params,

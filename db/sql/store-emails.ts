@@ -79,7 +79,7 @@ with q as (
       req int, id uuid, pos int, at timestamptz, from_domain text, bulk boolean, from_address text, to_addresses jsonb,
       cc_addresses jsonb, bcc_addresses jsonb, reply_to text, subject text, html text, text text, headers jsonb, tags jsonb,
       kind text, scheduled_at timestamptz, idempotency_key text, template_id uuid, template_version int,
-      template_latest boolean)
+      template_latest boolean, source text)
     join p on p.req = x.req and p.admitted
     cross join lateral (
       -- Versions go only with their template, so the template row alone answers both questions.
@@ -109,11 +109,11 @@ with q as (
 ), e as (
   insert into emails (id, organization_id, api_key_id, domain_id, from_address, to_addresses, cc_addresses, bcc_addresses,
                       reply_to, subject, html, text, headers, tags, kind, mode, status, scheduled_at, message_id,
-                      idempotency_key, enqueued_at, created_at, updated_at, template_id, template_version)
+                      idempotency_key, enqueued_at, created_at, updated_at, template_id, template_version, source)
   select ok.id, ok.org, ok.api_key, ok.domain_id, ok.from_address, ok.to_addresses, ok.cc_addresses, ok.bcc_addresses,
          ok.reply_to, ok.subject, ok.html, ok.text, ok.headers, ok.tags, ok.kind, ok.mode,
          case when a.all_suppressed then 'suppressed' else 'queued' end, ok.scheduled_at, '<' || ok.id || '@' || ok.domain_name || '>',
-         ok.idempotency_key, case when a.all_suppressed then ok.at end, ok.at, ok.at, ok.template_id, ok.template_version
+         ok.idempotency_key, case when a.all_suppressed then ok.at end, ok.at, ok.at, ok.template_id, ok.template_version, ok.source
     from ok
     cross join lateral (select bool_and(r.suppressed) as all_suppressed from r where r.email_id = ok.id) a
    order by ok.pos
@@ -145,7 +145,7 @@ select coalesce((select json_agg(json_build_object('req', q.req, 'known', p.req 
                                 when m.domain_id is null then 'domain_not_verified' else 'stream_mismatch' end))
                    from m where not m.template_ok or m.domain_id is null or (m.bulk and m.stream <> 'bulk')), '[]') as refused`;
 
-const STORE_EMAILS: PreparedStatement = { name: 'store_emails_v10', text: STORE_EMAILS_SQL };
+const STORE_EMAILS: PreparedStatement = { name: 'store_emails_v11', text: STORE_EMAILS_SQL };
 
 /** A row for one of the statement's JSON arrays, columns named as in the statement. */
 export type StoreRow<Key extends string> = Record<Key, string> & Record<string, unknown>;

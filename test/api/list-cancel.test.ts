@@ -51,7 +51,7 @@ describe('API: GET /emails and POST /emails/:id/cancel', function () {
     const s = res.body.data[0];
     assert.deepEqual(
       Object.keys(s).sort(),
-      ['created_at', 'from', 'id', 'kind', 'last_event', 'mode', 'object', 'sent_at', 'subject', 'to'].sort(),
+      ['created_at', 'from', 'id', 'kind', 'last_event', 'mode', 'object', 'sent_at', 'source', 'subject', 'to'].sort(),
     );
   });
 

@@ -1,3 +1,4 @@
+import nodemailer from 'nodemailer';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -56,6 +57,22 @@ describe('svc start (what npm start runs) and the svc commands, on embedded defa
     await waitFor(
       async () => (await request(base, 'GET', `/api/v1/emails/${sent.body.id}`, { token: creds.send_key })).body.last_event === 'delivered',
       'delivered to the dev inbox',
+    );
+    // The relay printed in the banner takes the printed SEND key and delivers to the same inbox.
+    const relayPort = Number(/SMTP relay\s+127\.0\.0\.1:(\d+) /.exec(out)?.[1]);
+    assert.ok(relayPort > 0, 'relay address printed');
+    const relayed = await nodemailer
+      .createTransport({
+        host: '127.0.0.1',
+        port: relayPort,
+        auth: { user: 'svc', pass: creds.send_key },
+        tls: { rejectUnauthorized: false },
+      })
+      .sendMail({ from: 'hello@sandbox.test', to: 'you@example.com', subject: 'Over the relay', text: 'hi' });
+    const relayedId = /queued as (\S+)/.exec(relayed.response)![1];
+    await waitFor(
+      async () => (await request(base, 'GET', `/api/v1/emails/${relayedId}`, { token: creds.send_key })).body.last_event === 'delivered',
+      'relayed mail delivered to the dev inbox',
     );
     const inbox = await request(base, 'GET', '/inbox/messages.json');
     const entry = inbox.body.data.find((m: { messageId: string }) => m.messageId === `<${sent.body.id}@sandbox.test>`);
@@ -121,11 +138,24 @@ describe('svc start (what npm start runs) and the svc commands, on embedded defa
     assert.match(noRelay.output(), /SMTP_URL is required with NODE_ENV=production/);
     const sink = new SmtpSink();
     const smtpUrl = await sink.start();
+    const noCert = runSvc(['start'], {
+      DATA_DIR: tempDir('svc-prod-nocert'),
+      PORT: String(port),
+      SMTP_URL: smtpUrl,
+      NODE_ENV: 'production',
+    });
+    assert.equal(await noCert.exited, 1);
+    assert.match(
+      noCert.output(),
+      /SMTP relay needs SMTP_RELAY_TLS_CERT and SMTP_RELAY_TLS_KEY/,
+      'no self-signed certificate in production',
+    );
     const child = runSvc(['start'], {
       DATA_DIR: dataDir,
       PORT: String(port),
       SMTP_URL: smtpUrl,
       NODE_ENV: 'production',
+      SMTP_RELAY_PORT: 'off',
       LOG_LEVEL: 'info',
     });
     const base = `http://127.0.0.1:${port}`;

@@ -99,6 +99,7 @@ describe('GroupStore: concurrent sends share one statement, and each is answered
             text: 't',
             headers: {},
             tags: [],
+            source: 'api',
           },
         ],
         recipients: [{ id: uuidv7(), email_id: id, address: 'z@example.com', field: 'xx' }],

@@ -26,6 +26,7 @@ export function testConfig(overrides: Partial<Config>): Config {
     retryBaseSeconds: 1,
     logLevel: 'silent',
     dataDir: tempDir('svc-data'),
+    smtpRelay: { ...readConfig({}).smtpRelay!, port: 0 },
     ...overrides,
   };
 }
