@@ -51,7 +51,6 @@ const MAX_RCPT = 50;
  */
 export class SmtpRelay {
   private servers: SMTPServer[] = [];
-  private readonly perKey = new Map<string, number>();
   port = 0;
   tlsPort: number | null = null;
 
@@ -103,8 +102,8 @@ export class SmtpRelay {
         ownReplyCodes(server, session);
         cb();
       },
-      onAuth: (auth, _session, cb) => {
-        this.authenticate(auth.password ?? '').then(
+      onAuth: (auth, session, cb) => {
+        this.authenticate(auth.password ?? '', session).then(
           (user) => cb(null, { user }),
           (err: Error) => cb(err),
         );
@@ -131,20 +130,13 @@ export class SmtpRelay {
           );
         });
       },
-      onClose: (session) => {
-        const user = session.user as RelayUser | undefined;
-        if (!user) return;
-        const n = (this.perKey.get(user.key.id) ?? 1) - 1;
-        if (n <= 0) this.perKey.delete(user.key.id);
-        else this.perKey.set(user.key.id, n);
-      },
     };
     const server = new SMTPServer(options);
     return server;
   }
 
   /** AUTH: the password is an API key (any tier); the username is not checked (docs say `svc`). */
-  private async authenticate(password: string): Promise<RelayUser> {
+  private async authenticate(password: string, session: SMTPServerSession): Promise<RelayUser> {
     if (!TOKEN_RE.test(password)) throw replyError(replyForError(new ServiceError('invalid_api_key', 'API key is not valid')));
     const tokenHash = hashToken(password);
     let key: AuthKey;
@@ -154,10 +146,21 @@ export class SmtpRelay {
     } catch (err) {
       throw this.refusal(err, 'auth');
     }
-    const open = this.perKey.get(key.id) ?? 0;
-    if (open >= this.opts.maxConnectionsPerKey) throw replyError(RELAY_REPLIES.tooManyConnections);
-    this.perKey.set(key.id, open + 1);
-    return { key, tokenHash, senders: new Set() };
+    // Counted from the live connections, and the session marked in the same synchronous step: a
+    // closed connection can never stay counted, and two AUTHs at once cannot both take the last slot.
+    if (this.connectionsOf(key.id) >= this.opts.maxConnectionsPerKey) throw replyError(RELAY_REPLIES.tooManyConnections);
+    const user: RelayUser = { key, tokenHash, senders: new Set() };
+    session.user = user;
+    return user;
+  }
+
+  /** Authenticated connections of a key, on every port. */
+  private connectionsOf(keyId: string): number {
+    let n = 0;
+    for (const server of this.servers) {
+      for (const c of server.connections) if ((c.session.user as RelayUser | undefined)?.key?.id === keyId) n++;
+    }
+    return n;
   }
 
   /** MAIL FROM: the domain must be one the key may send from, told now rather than after DATA. */
