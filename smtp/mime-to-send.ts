@@ -10,6 +10,8 @@ export interface RelayedSend {
   /** The body `prepareEmail` checks, exactly as if it had come over HTTP. */
   body: Record<string, unknown>;
   idempotencyKey: string | null;
+  /** The key is the Message-ID's (not X-Svc-Idempotency-Key): a split delivery reuses it (smtp/relay.ts). */
+  keyFromMessageId: boolean;
   /** Lower-cased envelope recipients: only they receive. */
   envelope: Set<string>;
 }
@@ -132,6 +134,7 @@ export function mimeToSend(mail: ParsedMail, envelope: { mailFrom: string; rcptT
   return {
     body: storable(body, { nul: true, surrogate: true }) as Record<string, unknown>,
     idempotencyKey: idempotencyKey(svc.get('x-svc-idempotency-key'), mail.messageId, keyId),
+    keyFromMessageId: !svc.has('x-svc-idempotency-key') && Boolean(mail.messageId),
     envelope: new Set(rcpt),
   };
 }

@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
 import { simpleParser } from 'mailparser';
@@ -10,7 +10,8 @@ import { ServiceError } from '../core/errors';
 import { hashToken, TOKEN_RE } from '../core/tokens';
 import { parseAddrSpec } from '../core/emails/address';
 import { prepareEmail } from '../core/emails/prepare';
-import { acceptEmails, type AcceptDeps } from '../core/emails/accept';
+import { acceptEmails, type AcceptDeps, type Accepted, type AcceptResult } from '../core/emails/accept';
+import { recipientAddresses } from '../db/sql/recipient-addresses';
 import { mimeToSend, SenderMismatch, Unparseable } from './mime-to-send';
 import { OWN_ENHANCED_STATUS, RELAY_REPLIES, replyError, replyForError } from './replies';
 import type { TlsPair } from './tls';
@@ -43,6 +44,11 @@ interface RelayUser {
 
 /** The spec's recipient limit: RCPT beyond it answers 452 4.5.3. */
 const MAX_RCPT = 50;
+/**
+ * Connections one listener holds at once, authenticated or not (beyond: 421). Each may hold a
+ * message of up to SIZE in memory while it is parsed, so this bounds the relay's memory too.
+ */
+const MAX_CLIENTS = 200;
 
 /**
  * The SMTP relay: a second ingress to the one send path. A message it accepts is the `POST
@@ -93,6 +99,7 @@ export class SmtpRelay {
       size: this.opts.maxMessageBytes,
       rejectOversized: true,
       maxRecipients: MAX_RCPT,
+      maxClients: MAX_CLIENTS,
       socketTimeout: this.opts.idleSeconds * 1000,
       disabledCommands: [],
       logger: false,
@@ -167,8 +174,13 @@ export class SmtpRelay {
   private async checkSender(address: string, user: RelayUser): Promise<void> {
     const domain = parseAddrSpec(address)?.domain;
     if (domain !== undefined && user.senders.has(domain)) return;
-    const allowed = domain !== undefined && (await senderDomainAllowed(this.deps.orm, user.key.organizationId, domain, user.key.domainIds));
-    if (allowed) user.senders.add(domain);
+    let allowed = false;
+    try {
+      if (domain !== undefined) allowed = await senderDomainAllowed(this.deps.orm, user.key.organizationId, domain, user.key.domainIds);
+    } catch (err) {
+      throw this.refusal(err, 'mail-from');
+    }
+    if (allowed) user.senders.add(domain!);
     else {
       throw replyError(
         replyForError(
@@ -198,9 +210,25 @@ export class SmtpRelay {
         envelope: send.envelope,
       });
       // Exactly what POST /emails stores for the same body and key (no template: nothing to render).
-      const [result] = await acceptEmails(this.deps, { tokenHash: user.tokenHash }, [prepared], { cost: 1, source: 'smtp' });
+      const credentials = { tokenHash: user.tokenHash };
+      let [result] = await acceptEmails(this.deps, credentials, [prepared], { cost: 1, source: 'smtp' });
+      if (send.keyFromMessageId && isAccepted(result) && result.replayed) {
+        // The same Message-ID to other recipients is not a retry but the next part of a split
+        // delivery (an MTA sends 50 recipients per transaction, or resends those refused with
+        // 452): that part is its own message, keyed by its recipients too, so a retry of it is a replay.
+        const stored = new Set(await recipientAddresses(this.deps.orm, result.id, user.key.organizationId));
+        const wanted = prepared.recipients.map((r) => r.address);
+        if (stored.size !== wanted.length || !wanted.every((a) => stored.has(a))) {
+          const digest = createHash('sha256')
+            .update([...wanted].sort().join('\n'))
+            .digest('hex')
+            .slice(0, 32);
+          const part = { ...prepared, idempotencyKey: `${prepared.idempotencyKey}:rcpt:${digest}` };
+          [result] = await acceptEmails(this.deps, credentials, [part], { cost: 0, prepaid: true, source: 'smtp' });
+        }
+      }
       if (result instanceof ServiceError) throw result;
-      if (typeof result === 'symbol') throw new Error('a message without a template was refused as template_changed');
+      if (!isAccepted(result)) throw new Error('a message without a template was refused as template_changed');
       const suppressed = result.suppressed.length ? `; suppressed: ${result.suppressed.join(', ')}` : '';
       return `${result.replayed ? 'Ok: already accepted as' : 'Ok: queued as'} ${result.id}${suppressed}`;
     } catch (err) {
@@ -209,7 +237,7 @@ export class SmtpRelay {
   }
 
   /** The reply for a refusal; anything that is not the client's doing is logged and answered 451. */
-  private refusal(err: unknown, stage: 'auth' | 'data'): Error {
+  private refusal(err: unknown, stage: 'auth' | 'mail-from' | 'data'): Error {
     if (err instanceof ServiceError) return replyError(replyForError(err));
     if (err instanceof SenderMismatch) return replyError(RELAY_REPLIES.senderMismatch);
     if (err instanceof Unparseable) return replyError(RELAY_REPLIES.unparseable);
@@ -237,3 +265,5 @@ function ownReplyCodes(server: SMTPServer, session: SMTPServerSession): void {
     };
   }
 }
+
+const isAccepted = (r: AcceptResult): r is Accepted => !(r instanceof ServiceError) && typeof r !== 'symbol';

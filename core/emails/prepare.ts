@@ -101,7 +101,8 @@ export function prepareEmail(input: unknown, opts: PrepareOptions): PreparedEmai
   const cc = asList(body.cc);
   const bcc = asList(body.bcc);
   if (to.length === 0) throw validationError('to must name at least one recipient', [{ field: 'to', message: 'at least one recipient' }]);
-  if (to.length + cc.length + bcc.length > MAX_RECIPIENTS) {
+  // Over SMTP only the envelope receives: header addresses beyond it are names, not recipients.
+  if ((opts.envelope?.size ?? to.length + cc.length + bcc.length) > MAX_RECIPIENTS) {
     throw validationError(`to, cc and bcc together may name at most ${MAX_RECIPIENTS} addresses`, [
       { field: 'to', message: `more than ${MAX_RECIPIENTS} recipients` },
     ]);

@@ -199,6 +199,7 @@ describe('SMTP relay', function () {
       return r.length ? r : null;
     }, 'delivery with the service Message-ID');
     assert.ok(!/list-unsubscribe/i.test(delivered.raw.toString()));
+    assert.ok(!delivered.raw.toString().includes('@client.test'), "the client's Message-ID is replaced by the service's");
   });
 
   it('carries attachments', async () => {
@@ -237,6 +238,25 @@ describe('SMTP relay', function () {
     const other = await createKey(env.service.db.orm, t.orgId, { name: 'other', permission: 'send', mode: 'live', rateLimit: 100 });
     assert.notEqual(idOf(await relay(message({ subject: 'resend', messageId }), other.token)), first);
     await waitFor(async () => env.sink.byMessageId(`<${first}@${t.domain}>`).length === 1, 'one delivery');
+    await sleep(1000);
+    assert.equal(env.sink.byMessageId(`<${first}@${t.domain}>`).length, 1, 'and no second one');
+  });
+
+  it('takes the same Message-ID to other recipients as the next part of a split delivery, itself idempotent', async () => {
+    const messageId = `<split-${Date.now()}@client.test>`;
+    const to = Array.from({ length: 3 }, (_, i) => `member${i}@example.com`);
+    const part = (rcpt: string[]) => message({ subject: 'split', to, messageId, envelope: { from: `app@${t.domain}`, to: rcpt } });
+    const first = idOf(await relay(part([to[0], to[1]])));
+    const second = idOf(await relay(part([to[2]])));
+    assert.notEqual(second, first, 'a part for other recipients is a message of its own');
+    assert.equal(idOf(await relay(part([to[2]]))), second, 'a retry of that part is a replay');
+    assert.equal(idOf(await relay(part([to[1], to[0]]))), first, 'and so is a retry of the first, in any order');
+    const got = await t.call('GET', `/api/v1/emails/${second}`);
+    assert.deepEqual(
+      got.body.events.filter((e: any) => e.type === 'queued').map((e: any) => e.recipient),
+      [to[2]],
+    );
+    await waitFor(async () => env.sink.byMessageId(`<${second}@${t.domain}>`).length === 1, 'the second part delivered');
   });
 
   it('simulates with a test key: stored as test mail, nothing delivered', async () => {
@@ -253,7 +273,7 @@ describe('SMTP relay', function () {
     it('530 5.7.0 for MAIL FROM without AUTH, 535 5.7.8 for a bad key', async () => {
       const c = await RawSmtp.connect(port);
       await c.send('EHLO client.test');
-      assert.match(await c.send(`MAIL FROM:<app@${t.domain}>`), /^530 5\.7\.0 /);
+      assert.match(await c.send(`MAIL FROM:<app@${t.domain}>`), /^530 5\.7\.0 authentication required: AUTH with an API key/);
       assert.match(await c.authPlain('svc_live_notarealkeynotarealkey0000'), /^535 5\.7\.8 invalid_api_key/);
       assert.match(await c.authPlain('not even a token'), /^535 5\.7\.8 /);
       c.close();
@@ -310,7 +330,7 @@ describe('SMTP relay', function () {
       assert.match(await c.send('DATA'), /^354 /);
       assert.match(await c.send('\x00\x01 this is not a message\r\n.\r\n'), /^554 5\.6\.0 /);
       assert.match(await c.send(`MAIL FROM:<app@${t.domain}>`), /^250 /);
-      assert.match(await c.send('RCPT TO:<user@[127.0.0.1]>'), /^553 5\.1\.3 /);
+      assert.match(await c.send('RCPT TO:<user@[127.0.0.1]>'), /^553 5\.1\.3 not an address the service sends to/);
       c.close();
     });
 
@@ -388,6 +408,16 @@ describe('SMTP relay', function () {
     it('552 5.3.4 for a message over SIZE', async () => {
       const err = await refused(message({ text: 'x'.repeat(80 * 1024) }), t.sendKey, { port: strict.port, requireTLS: true });
       assert.match(err, /^552 5\.3\.4 /);
+      // Without SIZE= at MAIL FROM the limit is found while the data arrives.
+      const c = await RawSmtp.connect(strict.tlsPort!, { implicitTls: true });
+      await c.send('EHLO client.test');
+      assert.match(await c.authPlain(t.sendKey), /^235 /);
+      assert.match(await c.send(`MAIL FROM:<app@${t.domain}>`), /^250 /);
+      assert.match(await c.send('RCPT TO:<user@example.com>'), /^250 /);
+      assert.match(await c.send('DATA'), /^354 /);
+      const big = `From: app@${t.domain}\r\nTo: user@example.com\r\nSubject: big\r\n\r\n${'x'.repeat(76) + '\r\n'}`.repeat(1200);
+      assert.match(await c.send(`${big}.\r\n`), /^552 5\.3\.4 /);
+      c.close();
     });
 
     it('454 4.7.0 for a connection beyond the per-key limit; closes idle connections with 421', async () => {
