@@ -1,5 +1,6 @@
 import Koa from 'koa';
 import type { Logger } from 'pino';
+import type { GroupStore } from '../core/emails/group-store';
 import type { Orm } from '../db/orm';
 import { ping } from '../db/sql/ping';
 import type { Engine } from '../worker/engine';
@@ -27,6 +28,8 @@ export interface AppDeps {
   log: Logger;
   maxBodyBytes: number;
   dispatch: () => void;
+  /** The process's group commit for sends, shared with the SMTP relay so both ride the same statements. */
+  store: GroupStore;
   inbox?: DevInbox;
   /** The API listens beyond loopback: the development inbox then needs an ADMIN key. */
   inboxAdminOnly?: boolean;

@@ -49,34 +49,23 @@ interface Result {
 }
 
 function load(url: string, tokens: string[], body: unknown, concurrency: number, seconds = SECONDS): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [
-        '--require',
-        'tsx/cjs',
-        path.join(__dirname, 'load.ts'),
-        JSON.stringify({ url, tokens, body: JSON.stringify(body), concurrency, seconds }),
-      ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    let out = '';
-    child.stdout.on('data', (c) => (out += c));
-    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`load generator exited ${code}`))));
-  });
+  return loadProcess('load.ts', { url, tokens, body: JSON.stringify(body), concurrency, seconds });
 }
 
 /** The relay's load: `connections` SMTP connections, one key each (bench/smtp-load.ts). */
 function smtpLoad(port: number, tokens: string[], message: unknown, connections: number, seconds = SECONDS): Promise<Result> {
+  return loadProcess('smtp-load.ts', { port, tokens, message, connections, seconds });
+}
+
+/** Runs a load generator of bench/ in its own process (it must not share the server's event loop) and reads its Result. */
+function loadProcess(script: string, args: object): Promise<Result> {
   return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--require', 'tsx/cjs', path.join(__dirname, 'smtp-load.ts'), JSON.stringify({ port, tokens, message, connections, seconds })],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
-    );
+    const child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(__dirname, script), JSON.stringify(args)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     child.stdout.on('data', (c) => (out += c));
-    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`SMTP load generator exited ${code}`))));
+    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`${script} exited ${code}`))));
   });
 }
 

@@ -151,8 +151,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     concurrencyPerEndpoint: config.webhookConcurrency,
   });
   await dispatcher.start();
+  // One group commit for sends, whichever ingress they come by.
+  const store = new GroupStore(db.orm, log);
   const app = createApp({
     orm: db.orm,
+    store,
     engine,
     log,
     maxBodyBytes: config.maxBodyBytes,
@@ -171,7 +174,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   if (config.smtpRelay) {
     const r = config.smtpRelay;
     relay = new SmtpRelay(
-      { orm: db.orm, store: new GroupStore(db.orm, log), dispatch: () => outbox.kick(), log: log.child({ component: 'smtp-relay' }) },
+      { orm: db.orm, store, dispatch: () => outbox.kick(), log: log.child({ component: 'smtp-relay' }) },
       {
         port: r.port,
         tlsPort: r.tlsPort,

@@ -7,9 +7,8 @@ import { DROPPED_HEADERS, RESERVED_HEADERS } from '../core/emails/schema';
 
 /** What a relayed message asks for, in the shape of a `POST /emails` body. */
 export interface RelayedSend {
-  /** The body `prepareEmail` checks, exactly as if it had come over HTTP. */
+  /** The body `prepareEmail` checks, exactly as if it had come over HTTP (the idempotency key as `idempotency_key`). */
   body: Record<string, unknown>;
-  idempotencyKey: string | null;
   /** The key is the Message-ID's (not X-Svc-Idempotency-Key): a split delivery reuses it (smtp/relay.ts). */
   keyFromMessageId: boolean;
   /** Lower-cased envelope recipients: only they receive. */
@@ -118,6 +117,7 @@ export function mimeToSend(mail: ParsedMail, envelope: { mailFrom: string; rcptT
     ...(headers.length ? { headers: Object.fromEntries(headers) } : {}),
     ...(svc.has('x-svc-kind') ? { kind: svc.get('x-svc-kind') } : {}),
     ...(svc.has('x-svc-tags') ? { tags: parseTags(svc.get('x-svc-tags')!) } : {}),
+    ...idempotencyKey(svc.get('x-svc-idempotency-key'), mail.messageId, keyId),
     ...(mail.attachments.length
       ? {
           attachments: mail.attachments.map((a, i) => ({
@@ -133,32 +133,21 @@ export function mimeToSend(mail: ParsedMail, envelope: { mailFrom: string; rcptT
   // NUL survives MIME decoding but not PostgreSQL: the same refusal as a JSON body's.
   return {
     body: storable(body, { nul: true, surrogate: true }) as Record<string, unknown>,
-    idempotencyKey: idempotencyKey(svc.get('x-svc-idempotency-key'), mail.messageId, keyId),
     keyFromMessageId: !svc.has('x-svc-idempotency-key') && Boolean(mail.messageId),
     envelope: new Set(rcpt),
   };
 }
 
-function idempotencyKey(given: string | undefined, messageId: string | undefined, keyId: string): string | null {
-  for (const [field, v] of [
-    ['X-Svc-Idempotency-Key', given],
-    ['Message-ID', messageId],
-  ] as const) {
-    if (v?.includes('\u0000'))
-      throw validationError(`${field} must not contain NUL characters`, [{ field, message: 'contains a NUL character' }]);
-  }
-  if (given !== undefined) {
-    if (given.length < 1 || given.length > MAX_KEY) {
-      throw validationError(`X-Svc-Idempotency-Key must be 1 to ${MAX_KEY} characters`, [
-        { field: 'X-Svc-Idempotency-Key', message: `1 to ${MAX_KEY} characters` },
-      ]);
-    }
-    return given;
-  }
-  if (!messageId) return null;
+/**
+ * `idempotency_key` for the body: X-Svc-Idempotency-Key as given (the send schema checks it like
+ * the API's), else `smtp:<key_id>:<Message-ID>`, else none.
+ */
+function idempotencyKey(given: string | undefined, messageId: string | undefined, keyId: string): { idempotency_key?: string } {
+  if (given !== undefined) return { idempotency_key: given };
+  if (!messageId) return {};
   const key = `smtp:${keyId}:${messageId}`;
-  // A Message-ID too long to index is kept by its digest: still stable, still unique.
-  return key.length <= MAX_KEY ? key : `smtp:${keyId}:sha256:${createHash('sha256').update(messageId).digest('hex')}`;
+  // A Message-ID too long for the schema's 256 characters is kept by its digest: still stable, still unique.
+  return { idempotency_key: key.length <= MAX_KEY ? key : `smtp:${keyId}:sha256:${createHash('sha256').update(messageId).digest('hex')}` };
 }
 
 /** `name=value; name=value` (values may hold `=`; empty items are skipped). */

@@ -5,7 +5,7 @@ import { SMTPServer, type SMTPServerOptions, type SMTPServerSession } from 'smtp
 import { simpleParser } from 'mailparser';
 import type { Logger } from 'pino';
 import { senderDomainAllowed } from '../db/sql/sender-domain';
-import { authenticate, type AuthKey } from '../core/auth';
+import { authenticate, invalidKey, type AuthKey } from '../core/auth';
 import { ServiceError } from '../core/errors';
 import { hashToken, TOKEN_RE } from '../core/tokens';
 import { parseAddrSpec } from '../core/emails/address';
@@ -144,7 +144,7 @@ export class SmtpRelay {
 
   /** AUTH: the password is an API key (any tier); the username is not checked (docs say `svc`). */
   private async authenticate(password: string, session: SMTPServerSession): Promise<RelayUser> {
-    if (!TOKEN_RE.test(password)) throw replyError(replyForError(new ServiceError('invalid_api_key', 'API key is not valid')));
+    if (!TOKEN_RE.test(password)) throw replyError(replyForError(invalidKey()));
     const tokenHash = hashToken(password);
     let key: AuthKey;
     try {
@@ -203,12 +203,7 @@ export class SmtpRelay {
         rcptTo: session.envelope.rcptTo.map((r) => r.address),
       };
       const send = mimeToSend(mail, envelope, user.key.id);
-      const prepared = prepareEmail(send.body, {
-        inBatch: false,
-        headerIdempotencyKey: send.idempotencyKey ?? undefined,
-        now: new Date(),
-        envelope: send.envelope,
-      });
+      const prepared = prepareEmail(send.body, { inBatch: false, now: new Date(), envelope: send.envelope });
       // Exactly what POST /emails stores for the same body and key (no template: nothing to render).
       const credentials = { tokenHash: user.tokenHash };
       let [result] = await acceptEmails(this.deps, credentials, [prepared], { cost: 1, source: 'smtp' });

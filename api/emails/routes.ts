@@ -10,7 +10,7 @@ import { ServiceError, notFound, validationError } from '../../core/errors';
 import { isPlainObject } from '../../core/validate';
 import { prepareEmail, type PreparedEmail } from '../../core/emails/prepare';
 import type { Accepted, Credentials } from '../../core/emails/accept';
-import { GroupStore } from '../../core/emails/group-store';
+import type { GroupStore } from '../../core/emails/group-store';
 import { acceptRendered, renderTemplatedEmails, replaysOfRefusedRenders } from '../../core/emails/render-templates';
 import type { TemplateResolver } from '../../core/templates/resolver';
 import { invalidKey } from '../../core/auth';
@@ -31,6 +31,7 @@ export interface EmailRoutesDeps {
   log: Logger;
   maxBodyBytes: number;
   dispatch: () => void;
+  store: GroupStore;
   templates: TemplateResolver;
 }
 
@@ -49,7 +50,7 @@ const credentials = (ctx: ApiContext): Credentials => {
 export function emailRoutes(deps: EmailRoutesDeps): Router<ApiState> {
   const router = apiRouter();
   const { orm } = deps;
-  const accept = { orm, dispatch: deps.dispatch, store: new GroupStore(orm, deps.log), templates: deps.templates };
+  const accept = { orm, dispatch: deps.dispatch, store: deps.store, templates: deps.templates };
   // No permission check: every tier (SEND, FULL, ADMIN) may send, read and cancel mail.
 
   router.post('/emails', async (ctx) => {

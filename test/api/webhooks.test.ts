@@ -8,6 +8,7 @@ import { WebhookReceiver, type Received } from '../support/webhook-receiver';
 import { request } from '../support/http';
 import { waitFor, sleep } from '../support/wait';
 import { createApp } from '../../api/app';
+import { GroupStore } from '../../core/emails/group-store';
 import { WEBHOOK_EVENTS } from '../../core/webhooks/events';
 import { DBOS } from '@dbos-inc/dbos-sdk';
 import { webhookDeliveryWorkflowId } from '../../workflows/webhook-delivery';
@@ -366,6 +367,7 @@ describe('API: signed webhooks', function () {
       log: pino({ level: 'silent' }),
       maxBodyBytes: 1024 * 1024,
       dispatch: () => undefined,
+      store: new GroupStore(env.service.db.orm, pino({ level: 'silent' })),
       webhooks: {
         secrets: { encrypt: (s) => s, decrypt: (s) => s },
         policy: { allowHttp: false, allowPrivate: false },

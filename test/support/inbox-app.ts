@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { createApp } from '../../api/app';
+import { GroupStore } from '../../core/emails/group-store';
 import { systemClock } from '../../core/clock';
 import { DevInbox } from '../../smtp/dev-inbox';
 import { tempDir } from './pg';
@@ -23,6 +24,7 @@ export async function inboxApp(
     log: pino({ level: 'silent' }),
     maxBodyBytes: 40 * 1024 * 1024,
     dispatch: () => undefined,
+    store: new GroupStore(env.service.db.orm, pino({ level: 'silent' })),
     inbox,
     inboxAdminOnly: opts.adminOnly,
     webhooks: {
