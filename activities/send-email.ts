@@ -1,15 +1,17 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Orm } from '../db/orm';
-import { Email, Recipient, EmailEvent, Attachment, Suppression, Domain, type EventType } from '../db/entities';
+import { Email, Recipient, EmailEvent, Attachment, Domain, type EventType } from '../db/entities';
+import { suppressAddress } from '../db/sql/suppress-address';
 import type { Logger } from 'pino';
 import type { SendEmailActivities, DeliverResult } from '../workflows/send-email';
-import { uuidv7 } from '../db/ids';
 import type { Clock } from '../core/clock';
 import type { Secrets } from '../core/secrets';
+import type { ReturnPaths } from '../core/bounces/verp';
 import { parseMailbox, type Mailbox } from '../core/emails/address';
 import { PermanentFailure, TransientDeliveryError } from './errors';
 import { SmtpTransactionError, type Mailer, type RecipientRejection, type OutgoingMessage } from './mailer';
-import { aggregateStatus, testModeOutcome } from './outcomes';
+import { testModeOutcome } from './outcomes';
+import { aggregateStatus } from '../core/emails/status';
 
 export interface SendEmailDeps {
   orm: Orm;
@@ -18,12 +20,14 @@ export interface SendEmailDeps {
   log: Logger;
   /** Opens DKIM private keys; domains created without keys (operator overrides) are sent unsigned. */
   secrets?: Secrets;
+  /** Signs each recipient's VERP return path; without it mail leaves with the From address as envelope sender. */
+  returnPaths?: ReturnPaths;
 }
 
 const FINAL_STATUSES = new Set(['sent', 'delivered', 'bounced', 'complained', 'failed', 'suppressed', 'canceled', 'unconfirmed']);
 
 export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivities {
-  const { orm, mailer, clock, log, secrets } = deps;
+  const { orm, mailer, clock, log, secrets, returnPaths } = deps;
 
   function event(email: Email, type: EventType, recipient: string, extra: Partial<EmailEvent> = {}): EmailEvent {
     return Object.assign(
@@ -69,43 +73,53 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
     await em.flush();
     const attachments = await em.find(Attachment, { emailId: email.id }, { orderBy: { position: 'asc' }, populate: ['content'] });
     const identity = await sendingIdentity(em, email);
-    const envelopeTo = recipients.map((r) => r.address);
-    let accepted: string[] = [];
-    let rejected: RecipientRejection[] = [];
     const from = mailbox(email.from);
-    try {
-      const outcome = await mailer.send({
-        messageId: email.messageId,
-        // Headers are written from the parsed mailboxes, never from the stored strings: what the
-        // API checked (one mailbox each) is exactly what the headers name.
-        from,
-        to: email.to.map(mailbox).filter((m) => !dropped.has(m.normalized)),
-        cc: email.cc.map(mailbox).filter((m) => !dropped.has(m.normalized)),
-        bcc: email.bcc.map(mailbox),
-        replyTo: email.replyTo === null ? null : mailbox(email.replyTo),
-        subject: email.subject,
-        html: email.html,
-        text: email.text,
-        headers: email.headers,
-        attachments: attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, content: a.content })),
-        // Bounces come back to the domain's return-path host, which its SPF and MX records cover.
-        envelope: { from: identity.returnPath ?? from.address, to: envelopeTo },
-        date: email.createdAt,
-        ...(identity.dkim ? { dkim: identity.dkim } : {}),
-      });
-      accepted = outcome.accepted;
-      rejected = outcome.rejected;
-    } catch (err) {
-      if (!(err instanceof SmtpTransactionError)) throw err;
-      if (err.permanent && err.rejected.length === 0) {
-        // The whole transaction was refused with 5xx: a hard bounce for every recipient of it.
-        rejected = envelopeTo.map((address) => ({ address, code: err.code, response: err.message }));
-      } else if (err.rejected.length > 0) {
-        rejected = err.rejected;
-      } else {
-        for (const r of recipients) r.state = 'pending';
-        await em.flush();
-        throw new TransientDeliveryError(`SMTP ${err.code ?? 'connection'} error: ${err.message}`);
+    const message: Omit<OutgoingMessage, 'envelope'> = {
+      messageId: email.messageId,
+      // Headers are written from the parsed mailboxes, never from the stored strings: what the
+      // API checked (one mailbox each) is exactly what the headers name.
+      from,
+      to: email.to.map(mailbox).filter((m) => !dropped.has(m.normalized)),
+      cc: email.cc.map(mailbox).filter((m) => !dropped.has(m.normalized)),
+      bcc: email.bcc.map(mailbox),
+      replyTo: email.replyTo === null ? null : mailbox(email.replyTo),
+      subject: email.subject,
+      html: email.html,
+      text: email.text,
+      headers: email.headers,
+      attachments: attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, content: a.content })),
+      date: email.createdAt,
+      ...(identity.dkim ? { dkim: identity.dkim } : {}),
+    };
+    // VERP: with a return-path host, one SMTP transaction per recipient, each with its own signed
+    // `bounces+<token>@host`, so a bounce coming back names exactly one (message, recipient).
+    // Without one (domains made by an operator without DNS identity), one transaction for all.
+    const host = identity.returnPathHost;
+    const envelopes =
+      host && returnPaths
+        ? recipients.map((r) => ({ from: returnPaths.address(r.id, host), to: [r.address] }))
+        : [{ from: from.address, to: recipients.map((r) => r.address) }];
+    const accepted: string[] = [];
+    const rejected: RecipientRejection[] = [];
+    let interrupted: unknown = null;
+    for (const envelope of envelopes) {
+      try {
+        const outcome = await mailer.send({ ...message, envelope });
+        accepted.push(...outcome.accepted);
+        rejected.push(...outcome.rejected);
+      } catch (err) {
+        if (err instanceof SmtpTransactionError && err.rejected.length > 0) {
+          rejected.push(...err.rejected);
+        } else if (err instanceof SmtpTransactionError && err.code !== null) {
+          // The relay refused the whole transaction (MAIL FROM or DATA): 5xx is a hard bounce for
+          // each recipient of it, 4xx a retry for them; the other transactions go on.
+          rejected.push(...envelope.to.map((address) => ({ address, code: err.code, response: err.message })));
+        } else {
+          // The connection or the relay failed: this and the remaining recipients wait for the retry;
+          // what earlier transactions settled is recorded first.
+          interrupted = err;
+          break;
+        }
       }
     }
     const acceptedSet = new Set(accepted);
@@ -128,6 +142,10 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
       r.updatedAt = clock.now();
     }
     await em.flush();
+    if (interrupted !== null && !(interrupted instanceof SmtpTransactionError)) throw interrupted;
+    if (interrupted instanceof SmtpTransactionError) {
+      throw new TransientDeliveryError(`SMTP ${interrupted.code ?? 'connection'} error: ${interrupted.message}`);
+    }
     if (retryLater > 0) {
       throw new TransientDeliveryError(
         `${retryLater} recipient(s) temporarily refused: ${rejected
@@ -138,29 +156,21 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
     }
   }
 
-  /** The sender domain's DKIM key and return path, when it has them (created through the API). */
-  async function sendingIdentity(em: EntityManager, email: Email): Promise<{ dkim?: OutgoingMessage['dkim']; returnPath?: string }> {
+  /** The sender domain's DKIM key and return-path host, when it has them (created through the API). */
+  async function sendingIdentity(em: EntityManager, email: Email): Promise<{ dkim?: OutgoingMessage['dkim']; returnPathHost?: string }> {
     const domain = await em.findOne(Domain, { id: email.domainId }, { populate: ['dkimPrivateKeyEnc'] });
-    if (!domain?.dkimSelector || !domain.dkimPrivateKeyEnc || !secrets) return {};
+    if (!domain) return {};
     return {
-      dkim: { domainName: domain.name, keySelector: domain.dkimSelector, privateKey: secrets.decrypt(domain.dkimPrivateKeyEnc) },
-      returnPath: domain.returnPathHost ? `bounce+${email.id}@${domain.returnPathHost}` : undefined,
+      ...(domain.dkimSelector && domain.dkimPrivateKeyEnc && secrets
+        ? { dkim: { domainName: domain.name, keySelector: domain.dkimSelector, privateKey: secrets.decrypt(domain.dkimPrivateKeyEnc) } }
+        : {}),
+      ...(domain.returnPathHost ? { returnPathHost: domain.returnPathHost } : {}),
     };
   }
 
+  /** A hard bounce at send time: the address goes on the list and its contact becomes `bounced`. */
   async function suppress(em: EntityManager, email: Email, address: string): Promise<void> {
-    await em.upsert(
-      Suppression,
-      {
-        id: uuidv7(),
-        organizationId: email.organizationId,
-        email: address,
-        reason: 'hard_bounce',
-        sourceEmailId: email.id,
-        createdAt: clock.now(),
-      },
-      { onConflictFields: ['organizationId', 'email'], onConflictAction: 'ignore' },
-    );
+    await suppressAddress(em, { organizationId: email.organizationId, address, reason: 'bounce', emailId: email.id, bounceContact: true });
   }
 
   return {

@@ -20,6 +20,7 @@ import { topicRoutes } from './topics/routes';
 import { segmentRoutes } from './segments/routes';
 import { templateRoutes } from './templates/routes';
 import { webhookRoutes, type WebhookRoutesDeps } from './webhooks/routes';
+import { suppressionRoutes } from './suppressions/routes';
 import { TemplateResolver } from '../core/templates/resolver';
 
 export interface AppDeps {
@@ -70,6 +71,7 @@ export function createApp(deps: AppDeps): Koa<ApiState> {
   api.use(segmentRoutes(deps).routes());
   api.use(templateRoutes({ ...deps, templates }).routes());
   api.use(webhookRoutes(deps).routes());
+  api.use(suppressionRoutes(deps).routes());
   app.use(api.routes());
 
   const routed = [root, api];

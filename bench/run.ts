@@ -184,6 +184,7 @@ async function main() {
         dbPoolSize: POOL,
         smtpUrl: `smtp://127.0.0.1:${relayPort}`,
         smtpRelay: { ...readConfig({}).smtpRelay!, port: 0 },
+        inboundSmtpPort: 0,
       },
       { log: pino({ level: 'warn' }, pino.destination(2)) },
     );

@@ -12,6 +12,8 @@ import { identityDeps } from '../core/domains/identity';
 import { createDnsResolver } from '../core/domains/dns';
 import type { Permission, KeyMode, Plan, Stream } from '../db/entities';
 import { isUuid } from '../db/ids';
+import { closeUnconfirmedBatch, countUnconfirmed } from '../db/sql/unconfirmed';
+import { parseDuration } from '../core/time';
 import { CLOSE_UNCONFIRMED_SIGNAL } from '../workflows/send-email';
 import { createSmtpMailer } from '../activities/mailer';
 import { createActivities } from '../activities';
@@ -26,6 +28,9 @@ const USAGE = `usage:
   svc worker                                  run Temporal workers (ENGINE=temporal; see docs/temporal.md)
   svc migrate                                 apply the committed database migrations
   svc email close-unconfirmed EMAIL_ID        close a sent message whose delivery event will never come
+  svc email unconfirmed --older-than DURATION [--close] [--org ORG_ID]
+                                              count (or, with --close, close as unconfirmed) live messages at
+                                              sent for longer than DURATION (90m, 36h, 3d, P3D); docs/operations.md
   svc org create --name NAME [--plan free|standard]
   svc domain create --org ORG_ID --name DOMAIN [--stream transactional|bulk] [--verified]
   svc key create --org ORG_ID --name NAME --permission send|full|admin --mode live|test [--domain DOMAIN_ID]... [--rate N]
@@ -103,6 +108,9 @@ async function start(): Promise<void> {
           config.smtpRelay!.allowInsecureAuth ? ' or plain' : ''
         }; AUTH user svc, password an API key)${service.relay.tlsPort !== null ? `, implicit TLS on ${service.relay.tlsPort}` : ''}`
       : '  SMTP relay     off (SMTP_RELAY_PORT=off)',
+    service.inbound
+      ? `  Bounces        ${relayHost(config.host)}:${service.inbound.port} (SMTP; bounces+<token>@ and complaints@ of return-path hosts)`
+      : '  Bounces        off (INBOUND_SMTP_PORT=off)',
     `  Database       ${service.db.embedded ? `embedded PostgreSQL in ${path.join(config.dataDir, 'postgres')}` : 'DATABASE_URL'}`,
     `  Worker         ${service.executorId ? `executor ${service.executorId}` : 'Temporal (run svc worker)'}`,
     `  Setup          ${path.join(config.dataDir, 'credentials.json')} (ids, no tokens)`,
@@ -168,6 +176,7 @@ async function worker(): Promise<void> {
     clock: systemClock,
     log: log.child({ component: 'activities' }),
     secrets: identityDeps(config).secrets,
+    returnPaths: identityDeps(config).returnPaths,
     dns: createDnsResolver(config.dnsServers),
     webhooks,
   });
@@ -214,6 +223,54 @@ async function closeUnconfirmedCommand(emailId: string, out: (v: unknown) => voi
   });
 }
 
+/** Messages one statement closes: its audit row lists their ids, so it stays a readable size. */
+const UNCONFIRMED_BATCH = 1000;
+
+/** `svc email unconfirmed`: a dry run by default; `--close` closes in batches, each with its audit rows. */
+async function unconfirmedCommand(
+  opts: { olderThan: string | undefined; close: boolean; org: string | undefined },
+  out: (v: unknown) => void,
+): Promise<void> {
+  const ms = opts.olderThan === undefined ? null : parseDuration(opts.olderThan);
+  if (ms === null) throw new UsageError('--older-than must be a positive duration: 90m, 36h, 3d, 2w or ISO 8601 (P3D, PT36H)');
+  if (opts.org !== undefined && !isUuid(opts.org)) throw new UsageError('--org must be an organization id');
+  const config = readConfig();
+  const scope = { cutoff: new Date(Date.now() - ms), organizationId: opts.org ?? null };
+  await withDb(async (db) => {
+    if (!opts.close) {
+      const { count, oldestSentAt } = await countUnconfirmed(db.orm, scope);
+      out({
+        object: 'unconfirmed_report',
+        older_than: opts.olderThan,
+        cutoff: scope.cutoff.toISOString(),
+        count,
+        oldest_sent_at: oldestSentAt?.toISOString() ?? null,
+      });
+      return;
+    }
+    const log = createLogger(process.env.LOG_LEVEL || 'warn', pino.destination(2));
+    // A Temporal workflow may still wait at `sent` (CONFIRMATION_WINDOW_HOURS): tell it, best effort.
+    const engine = config.engine === 'temporal' ? await startTemporalEngine(temporalSettings(config), log) : null;
+    let closed = 0;
+    let batches = 0;
+    try {
+      for (;;) {
+        const rows = await closeUnconfirmedBatch(db.orm, { ...scope, limit: UNCONFIRMED_BATCH });
+        if (rows.length === 0) break;
+        closed += rows.length;
+        batches += 1;
+        process.stderr.write(`batch ${batches}: closed ${rows.length} (${closed} so far)\n`);
+        if (engine) {
+          for (const r of rows) await engine.signal(r.id, CLOSE_UNCONFIRMED_SIGNAL).catch(() => undefined);
+        }
+      }
+    } finally {
+      await engine?.stop();
+    }
+    out({ object: 'unconfirmed_close', cutoff: scope.cutoff.toISOString(), closed, batches });
+  });
+}
+
 async function main(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -228,12 +285,20 @@ async function main(argv: string[]): Promise<void> {
       mode: { type: 'string' },
       domain: { type: 'string', multiple: true },
       rate: { type: 'string' },
+      'older-than': { type: 'string' },
+      close: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
   if (positionals[0] === 'email' && positionals[1] === 'close-unconfirmed') {
     if (positionals.length !== 3) throw new UsageError('usage: svc email close-unconfirmed EMAIL_ID');
     return closeUnconfirmedCommand(positionals[2], (v) => process.stdout.write(JSON.stringify(v) + '\n'));
+  }
+  if (positionals[0] === 'email' && positionals[1] === 'unconfirmed') {
+    if (positionals.length !== 2) throw new UsageError('usage: svc email unconfirmed --older-than DURATION [--close] [--org ORG_ID]');
+    return unconfirmedCommand({ olderThan: values['older-than'], close: values.close ?? false, org: values.org }, (v) =>
+      process.stdout.write(JSON.stringify(v) + '\n'),
+    );
   }
   const cmd = positionals.join(' ');
   const out = (v: unknown): void => {

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -25,6 +25,14 @@ export function createSecrets(key: Buffer): Secrets {
       return Buffer.concat([decipher.update(Buffer.from(data, 'base64')), decipher.final()]).toString('utf8');
     },
   };
+}
+
+/**
+ * A key for one purpose (`verp`, ...) derived from SECRETS_KEY with HKDF-SHA-256: one secret to
+ * configure and back up, and a leak of one derived key reveals neither the master nor the others.
+ */
+export function deriveKey(master: Buffer, purpose: string): Buffer {
+  return Buffer.from(hkdfSync('sha256', master, Buffer.alloc(0), `svc:${purpose}`, 32));
 }
 
 /**

@@ -36,3 +36,19 @@ export function parseTimestamp(s: string, opts: { requireOffset?: boolean } = {}
 export function inRange(ms: number): boolean {
   return Number.isFinite(ms) && ms >= MIN_TIMESTAMP_MS && ms <= MAX_TIMESTAMP_MS;
 }
+
+const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
+
+/**
+ * A duration in milliseconds, or null: `90m`, `36h`, `3d`, `2w`, `45s`, or ISO 8601 without years
+ * and months (whose length varies): `P3D`, `PT36H`, `P1DT12H30M`, `P2W`. Zero is null.
+ */
+export function parseDuration(s: string): number | null {
+  const t = s.trim();
+  const short = /^(\d{1,9})([smhdw])$/.exec(t);
+  if (short) return Number(short[1]) * UNIT_MS[short[2]] || null;
+  const iso = /^P(?:(\d{1,9})W)?(?:(\d{1,9})D)?(?:T(?:(\d{1,9})H)?(?:(\d{1,9})M)?(?:(\d{1,9})S)?)?$/i.exec(t);
+  if (!iso || t.toUpperCase() === 'P' || /T$/i.test(t)) return null;
+  const [, w, d, h, m, sec] = iso.map((x) => Number(x ?? 0));
+  return w * UNIT_MS.w + d * UNIT_MS.d + h * UNIT_MS.h + m * UNIT_MS.m + sec * UNIT_MS.s || null;
+}

@@ -62,6 +62,8 @@ export interface Config {
   webhookConcurrency: number;
   /** SMTP relay listener; null when SMTP_RELAY_PORT=off. */
   smtpRelay: SmtpRelayConfig | null;
+  /** INBOUND_SMTP_PORT: the bounce and feedback listener, the MX of every return-path host (default 2525 in development, 25 in production; 0 picks a free port; `off`: null, none). */
+  inboundSmtpPort: number | null;
 }
 
 export interface SmtpRelayConfig {
@@ -106,7 +108,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: int('PORT', 3000, env),
     host: env.HOST || '127.0.0.1',
     smtpUrl: env.SMTP_URL || undefined,
-    devSmtpPort: int('DEV_SMTP_PORT', 2525, env),
+    devSmtpPort: int('DEV_SMTP_PORT', 2526, env),
     engine,
     temporal: engine === 'temporal' ? readTemporalConfig(env) : undefined,
     retryBaseSeconds: int('RETRY_BASE_SECONDS', 30, env),
@@ -134,6 +136,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookAllowPrivate: flag('WEBHOOK_ALLOW_PRIVATE', env.NODE_ENV !== 'production', env),
     webhookConcurrency: atLeast('WEBHOOK_CONCURRENCY', int('WEBHOOK_CONCURRENCY', 16, env), 1),
     smtpRelay: readSmtpRelayConfig(env),
+    inboundSmtpPort: env.INBOUND_SMTP_PORT === 'off' ? null : int('INBOUND_SMTP_PORT', env.NODE_ENV === 'production' ? 25 : 2525, env),
   };
 }
 

@@ -25,6 +25,8 @@ import { createApp } from '../api/app';
 import { GroupStore } from '../core/emails/group-store';
 import { SmtpRelay } from '../smtp/relay';
 import { relayTls } from '../smtp/tls';
+import { InboundListener } from '../smtp/inbound';
+import { InboundProcessor } from '../worker/inbound-processor';
 
 export interface Service {
   url: string;
@@ -36,9 +38,14 @@ export interface Service {
   inbox: DevInbox | null;
   /** The SMTP relay's listener (null with SMTP_RELAY_PORT=off). */
   relay: SmtpRelay | null;
+  /** The bounce and feedback listener (null with INBOUND_SMTP_PORT=off). */
+  inbound: InboundListener | null;
   log: Logger;
   stop(): Promise<void>;
 }
+
+/** The inbound listener's SIZE: a bounce or a feedback report quotes at most the original message. */
+const INBOUND_MAX_BYTES = 10 * 1024 * 1024;
 
 /** Whether HOST exposes the API beyond this machine: anything but a loopback address or `localhost`. */
 export function beyondLoopback(host: string): boolean {
@@ -86,7 +93,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     inbox = new DevInbox(path.join(config.dataDir, 'inbox'), log.child({ component: 'dev-inbox' }));
     await inbox.start(config.devSmtpPort);
   }
-  const { secrets, platform } = identityDeps(config);
+  const { secrets, platform, returnPaths } = identityDeps(config);
   const dns = createDnsResolver(config.dnsServers);
   // Workers get their own pool so a backlog of deliveries never queues API requests behind it.
   const workerOrm = await openOrm(db.url, config.workerDbPoolSize);
@@ -115,6 +122,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       clock: systemClock,
       log: log.child({ component: 'activities' }),
       secrets,
+      returnPaths,
       dns,
       webhooks: webhookHttp,
       afterWebhookAttempt: () => dispatcher?.kick(),
@@ -170,8 +178,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     },
   });
   handler = app.callback();
+  const relayTlsPair = config.smtpRelay
+    ? await relayTls({ certFile: config.smtpRelay.tlsCertFile, keyFile: config.smtpRelay.tlsKeyFile, dataDir: config.dataDir })
+    : null;
   let relay: SmtpRelay | null = null;
-  if (config.smtpRelay) {
+  if (config.smtpRelay && relayTlsPair) {
     const r = config.smtpRelay;
     relay = new SmtpRelay(
       { orm: db.orm, store, dispatch: () => outbox.kick(), log: log.child({ component: 'smtp-relay' }) },
@@ -179,7 +190,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         port: r.port,
         tlsPort: r.tlsPort,
         host: config.host,
-        tls: await relayTls({ certFile: r.tlsCertFile, keyFile: r.tlsKeyFile, dataDir: config.dataDir }),
+        tls: relayTlsPair,
         allowInsecureAuth: r.allowInsecureAuth,
         maxConnectionsPerKey: r.maxConnectionsPerKey,
         idleSeconds: r.idleSeconds,
@@ -187,6 +198,17 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       },
     );
     await relay.start();
+  }
+  // Returned mail is applied by every process (whichever listener stored it); the listener is per process too.
+  const inboundProcessor = new InboundProcessor(workerOrm, returnPaths, systemClock, log.child({ component: 'inbound-processor' }));
+  inboundProcessor.start();
+  let inbound: InboundListener | null = null;
+  if (config.inboundSmtpPort !== null) {
+    inbound = new InboundListener(
+      { orm: db.orm, returnPaths, log: log.child({ component: 'inbound-smtp' }), stored: () => inboundProcessor.kick() },
+      { port: config.inboundSmtpPort, host: config.host, maxMessageBytes: INBOUND_MAX_BYTES, tls: relayTlsPair, idleSeconds: 60 },
+    );
+    await inbound.start();
   }
   const port = (server.address() as AddressInfo).port;
   const url = config.publicUrl ?? `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
@@ -198,6 +220,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       executorId: executor?.id ?? null,
       smtpRelayPort: relay?.port ?? null,
       smtpRelayTlsPort: relay?.tlsPort ?? null,
+      inboundSmtpPort: inbound?.port ?? null,
     },
     'service started',
   );
@@ -211,6 +234,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     executorId: executor?.id ?? null,
     inbox,
     relay,
+    inbound,
     log,
     async stop() {
       if (stopped) return;
@@ -220,6 +244,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         server.closeAllConnections();
       });
       await relay?.stop();
+      await inbound?.stop();
+      await inboundProcessor.stop();
       await outbox.stop();
       await sweep.stop();
       await dispatcher?.stop();

@@ -26,6 +26,15 @@ export const RELAY_REPLIES = {
   unparseable: { code: 554, enhanced: '5.6.0', text: 'message could not be parsed' },
 } as const satisfies Record<string, SmtpReply>;
 
+/** The inbound (bounce and feedback) listener's replies; it advertises no ENHANCEDSTATUSCODES, so the text carries them. */
+export const INBOUND_REPLIES = {
+  /** Not `bounces+<valid token>` or `complaints` at the return-path host of a live domain. */
+  unknownRecipient: { code: 550, enhanced: '5.1.1', text: 'no such bounce or feedback address' },
+  tooManyRecipients: { code: 452, enhanced: '4.5.3', text: 'too many recipients' },
+  /** The database did not take the message: the sender keeps it and tries again. */
+  storeFailed: { code: 451, enhanced: '4.3.0', text: 'temporary failure storing the message; try again later' },
+} as const satisfies Record<string, SmtpReply>;
+
 /**
  * The reply to a send refused with an API error: the code's `smtp` in the catalogue, else 550
  * 5.6.0 for what the client caused (validation in all its forms) and 451 4.3.0 for our own

@@ -7,7 +7,9 @@ export type ReturnOutcome =
   | { kind: 'complained'; detail: string; recipient: string | null }
   /** Neither a report nor readable: an auto-reply is ignored; anything else to a VERP address is an undetermined bounce. */
   | { kind: 'auto_reply' }
-  | { kind: 'unreadable' };
+  | { kind: 'unreadable' }
+  /** A DSN saying every recipient was delivered, relayed or expanded: no failure, nothing to record. */
+  | { kind: 'success_report' };
 
 /**
  * Reads a message that came back to a bounce address (issue 14):
@@ -19,8 +21,8 @@ export type ReturnOutcome =
  *   `X-Autorespond`, `Precedence: auto_reply`, a vacation or out-of-office subject) is ignored;
  * - anything else is unreadable (the caller records an undetermined bounce for a VERP address).
  * Pass mailparser's decoded subject as `subject` so an encoded one is read too.
- * A DSN whose recipients are all delivered (`Action: delivered`, `2.x.x`) reads as unreadable
- * too: it says nothing about a failure.
+ * A DSN whose recipients are all delivered, relayed or expanded (`2.x.x`) is a success report:
+ * it says nothing about a failure, and the caller records nothing.
  */
 export function classifyReturn(raw: Buffer | string, opts: { subject?: string } = {}): ReturnOutcome {
   const report = findReport(raw);
@@ -31,6 +33,8 @@ export function classifyReturn(raw: Buffer | string, opts: { subject?: string } 
     if (hard) return { kind: 'bounced', bounceType: 'hard', detail: detail(hard), recipient: address(hard.get('final-recipient')) };
     const soft = recipients.find((b) => /^4\./.test(status(b)));
     if (soft) return { kind: 'delivery_delayed', detail: detail(soft), recipient: address(soft.get('final-recipient')) };
+    const fine = (b: FieldBlock) => /^2\./.test(status(b)) || /^(delivered|relayed|expanded)$/i.test((b.get('action') ?? '').trim());
+    if (recipients.length > 0 && recipients.every(fine)) return { kind: 'success_report' };
     return { kind: 'unreadable' };
   }
   if (report?.type === 'feedback-report') {

@@ -29,6 +29,21 @@ export function readVerpToken(secret: Buffer, token: string): string | null {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
+/** Return paths of live mail and their reading back, under one key (derived from SECRETS_KEY). */
+export interface ReturnPaths {
+  /** `bounces+<token>@<host>`: the envelope sender of one recipient's SMTP transaction. */
+  address(recipientId: string, host: string): string;
+  /** The recipient a token names, or null when the token is malformed or forged. */
+  recipientOf(token: string): string | null;
+}
+
+export function createReturnPaths(key: Buffer): ReturnPaths {
+  return {
+    address: (recipientId, host) => verpAddress(verpToken(key, recipientId), host),
+    recipientOf: (token) => readVerpToken(key, token),
+  };
+}
+
 export const verpAddress = (token: string, mailFromHost: string) => `${PREFIX}${token}@${mailFromHost}`;
 
 /** The token of a `bounces+<token>@host` address (any case), or null for any other address. */

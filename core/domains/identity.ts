@@ -1,6 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import type { DnsRecord } from '../../db/entities';
-import { createSecrets, loadSecretsKey, type Secrets } from '../secrets';
+import { createSecrets, deriveKey, loadSecretsKey, type Secrets } from '../secrets';
+import { createReturnPaths, type ReturnPaths } from '../bounces/verp';
 
 /** What a new domain publishes: a DKIM key under a selector, and a return-path host for bounces. */
 export interface DomainIdentity {
@@ -27,8 +28,14 @@ export function platformDns(mailDomain: string): PlatformDns {
 export function identityDeps(config: { secretsKey: string | undefined; dataDir: string; platformMailDomain: string }): {
   secrets: Secrets;
   platform: PlatformDns;
+  returnPaths: ReturnPaths;
 } {
-  return { secrets: createSecrets(loadSecretsKey(config.secretsKey, config.dataDir)), platform: platformDns(config.platformMailDomain) };
+  const key = loadSecretsKey(config.secretsKey, config.dataDir);
+  return {
+    secrets: createSecrets(key),
+    platform: platformDns(config.platformMailDomain),
+    returnPaths: createReturnPaths(deriveKey(key, 'verp')),
+  };
 }
 
 export function newDomainIdentity(domain: string, platform: PlatformDns, now = new Date()): DomainIdentity {

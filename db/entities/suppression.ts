@@ -1,6 +1,6 @@
 import { EntitySchema } from '@mikro-orm/core';
 
-export type SuppressionReason = 'hard_bounce' | 'complaint' | 'manual';
+export type SuppressionReason = 'bounce' | 'complaint' | 'manual';
 
 export class Suppression {
   id!: string;

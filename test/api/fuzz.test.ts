@@ -76,6 +76,9 @@ const ROUTES: Route[] = [
   { method: 'POST', path: '/api/v1/webhooks/:webhook/recover', body: true },
   // After the routes that need the webhook.
   { method: 'DELETE', path: '/api/v1/webhooks/:webhook' },
+  { method: 'POST', path: '/api/v1/suppressions', body: true },
+  { method: 'GET', path: '/api/v1/suppressions' },
+  { method: 'DELETE', path: '/api/v1/suppressions/:suppression' },
   { method: 'GET', path: '/inbox' },
   { method: 'GET', path: '/inbox/messages.json' },
   { method: 'GET', path: '/inbox/:id' },
@@ -188,6 +191,13 @@ const BODIES: { name: string; raw: string; type?: string }[] = [
     }),
   },
   {
+    name: 'suppression addresses that are not one mailbox',
+    raw: '{"email":"a@x.test, b@x.test","reason":"bounce"}',
+  },
+  { name: 'suppression address with a display name', raw: '{"email":"Ann <ann@x.test>"}' },
+  { name: 'suppression address with NUL and line breaks', raw: '{"email":"ann\\u0000@x.test\\r\\nBcc: b@x.test"}' },
+  { name: 'suppression address too long', raw: JSON.stringify({ email: `${'a'.repeat(64)}@${'b'.repeat(250)}.test` }) },
+  {
     name: 'webhook shapes with prototype keys and NUL',
     raw: '{"url":"http://exa\\u0000mple.com/","events":["__proto__","constructor"],"since":"+275760-09-13T00:00:00.000Z","enabled":"true","description":{"__proto__":1}}',
   },
@@ -228,6 +238,11 @@ const QUERIES: string[] = [
   'limit=-0',
   'limit=NaN',
   'limit=1&limit=2',
+  'reason=bounce%00',
+  'reason=__proto__',
+  'email=a%00@x.test',
+  'email=a@x.test&email=b@x.test',
+  `email=${'a'.repeat(300)}@x.test`,
   `to=${'a'.repeat(6000)}`,
   `cursor=${'A'.repeat(6000)}`,
 ];
@@ -313,9 +328,10 @@ describe('API fuzz: no 5xx and no writes for anything a client can send, on ever
             union all select row_to_json(tm)::text from templates tm where tm.organization_id = ?
             union all select row_to_json(v)::text from template_versions v join templates tm on tm.id = v.template_id where tm.organization_id = ?
             union all select row_to_json(w)::text from webhook_endpoints w where w.organization_id = ?
+            union all select row_to_json(sp)::text from suppressions sp where sp.organization_id = ?
           ) r), '')) || ':' || (select count(*) from emails where organization_id = ?) || ':' || (select count(*) from audit_log where organization_id = ?)
           || ':' || (select count(*) from webhook_deliveries where organization_id = ?) as f`,
-        Array(15).fill(t.orgId),
+        Array(16).fill(t.orgId),
       );
     return row.f;
   }
@@ -367,6 +383,8 @@ describe('API fuzz: no 5xx and no writes for anything a client can send, on ever
     });
     await t.call('POST', `/api/v1/templates/${ids.template}/publish`, { as: 'admin' });
     ids.n = '1';
+    ids.suppression = encodeURIComponent('fuzz-suppressed@example.com');
+    await t.call('POST', '/api/v1/suppressions', { as: 'admin', body: { email: 'fuzz-suppressed@example.com' } });
     ids.delivery = await waitFor(async () => {
       const d = (await t.call('GET', `/api/v1/webhooks/${ids.webhook}/deliveries`, { as: 'admin' })).body.data[0];
       return d?.status === 'succeeded' ? d.id : undefined;

@@ -137,7 +137,9 @@ describe('Core: returned mail (DSN and ARF readers, VERP tokens)', () => {
     const out = classifyReturn(nested);
     assert.equal(out.kind, 'bounced');
     assert.equal((out as { recipient: string }).recipient, 'c@example.org');
-    assert.equal(classifyReturn(postfixDsn('2.0.0', 'delivered', '250 ok')).kind, 'unreadable');
+    assert.equal(classifyReturn(postfixDsn('2.0.0', 'delivered', '250 ok')).kind, 'success_report');
+    assert.equal(classifyReturn(postfixDsn('', 'relayed', 'relayed to a non-DSN system')).kind, 'success_report');
+    assert.equal(classifyReturn(postfixDsn('', 'failed', 'no status')).kind, 'unreadable');
   });
 
   it('reads an ARF report as a complaint with its feedback type and original recipient', () => {

@@ -26,7 +26,14 @@ export function runSvc(args: string[], env: Record<string, string>): Child {
   const proc = spawn(process.execPath, [path.join(ROOT, 'bin/svc.js'), ...args], {
     cwd: ROOT,
     // A free relay port unless the test names one: several services run side by side.
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LOG_LEVEL: 'warn', SMTP_RELAY_PORT: '0', ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/tmp',
+      LOG_LEVEL: 'warn',
+      SMTP_RELAY_PORT: '0',
+      INBOUND_SMTP_PORT: '0',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -27,6 +27,7 @@ export function testConfig(overrides: Partial<Config>): Config {
     logLevel: 'silent',
     dataDir: tempDir('svc-data'),
     smtpRelay: { ...readConfig({}).smtpRelay!, port: 0 },
+    inboundSmtpPort: 0,
     ...overrides,
   };
 }
