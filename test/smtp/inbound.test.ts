@@ -132,6 +132,26 @@ describe('SMTP inbound: bounces and complaints', function () {
     assert.equal((await get(later.body.id)).last_event, 'suppressed');
   });
 
+  it('applies a message stored before a crash: the processor finds pending rows without being woken', async () => {
+    const s = await sendLive('stored');
+    const dsn = await buildDsn({
+      to: s.returnPath,
+      finalRecipient: s.to,
+      status: '5.2.1',
+      action: 'failed',
+      diagnostic: '550 5.2.1 mailbox disabled',
+      original: original(s),
+    });
+    // What the listener had committed when its process died: the row, and no wake-up.
+    await sql().execute(`insert into inbound_messages (rcpt_to, size, raw) values (?::text[], ?, ?)`, [
+      `{${s.returnPath}}`,
+      dsn.length,
+      dsn,
+    ]);
+    await waitFor(async () => (await get(s.id)).last_event === 'bounced', 'the pending row applied by a later pass', 15_000);
+    assert.equal((await inboundRows(s.returnPath))[0].outcome, 'bounced');
+  });
+
   it('a 4.x.x DSN records delivery_delayed and changes nothing else', async () => {
     const s = await sendLive('slow');
     const before = s.email.last_event;
