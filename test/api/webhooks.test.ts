@@ -180,15 +180,19 @@ describe('API: signed webhooks', function () {
     assert.equal(full.status, 200, JSON.stringify(full.body));
     const got = await waitFor(async () => (receiver.at(hook.path).length >= 3 ? receiver.at(hook.path) : undefined), 'contact events');
     await sleep(300);
+    // Arrival order is not event order (docs/webhooks.md): several deliveries are in flight at once.
     assert.deepEqual(
-      receiver.at(hook.path).map((r) => [r.json.type, r.json.data.first_name]),
+      receiver
+        .at(hook.path)
+        .map((r) => [r.json.type, r.json.data.first_name])
+        .sort(),
       [
         ['contact.created', 'Ada'],
-        ['contact.updated', 'Grace'],
         ['contact.deleted', 'Grace'],
+        ['contact.updated', 'Grace'],
       ],
     );
-    assert.equal(got[0].json.data.email, email);
+    assert.ok(got.every((r) => r.json.data.email === email));
     await t.call('DELETE', `/api/v1/webhooks/${hook.id}`, { as: 'admin' });
   });
 
