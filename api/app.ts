@@ -22,6 +22,7 @@ import { templateRoutes } from './templates/routes';
 import { webhookRoutes, type WebhookRoutesDeps } from './webhooks/routes';
 import { suppressionRoutes } from './suppressions/routes';
 import { TemplateResolver } from '../core/templates/resolver';
+import type { CapsSettings } from '../core/limits/usage';
 
 export interface AppDeps {
   orm: Orm;
@@ -35,6 +36,8 @@ export interface AppDeps {
   /** The API listens beyond loopback: the development inbox then needs an ADMIN key. */
   inboxAdminOnly?: boolean;
   domains: DomainRoutesDeps['domains'];
+  /** The daily caps as the API shows them (organization usage, domain warm-up, parked mail). */
+  caps: CapsSettings;
   webhooks: WebhookRoutesDeps['webhooks'];
 }
 

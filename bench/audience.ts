@@ -6,7 +6,8 @@
  */
 import type { Service } from '../server/service';
 import type { Orm } from '../db/orm';
-import { createKey, createOrganization } from '../core/provisioning';
+import { createKey } from '../core/provisioning';
+import { benchOrganization } from './org';
 
 export const AUDIENCE_CONTACTS = 100_000;
 const COUNT_RUNS = 30;
@@ -81,7 +82,7 @@ export async function seedAudience(orm: Orm, organizationId: string): Promise<vo
 
 export async function benchAudienceReads(service: Service): Promise<AudienceResult> {
   const orm = service.db.orm;
-  const org = await createOrganization(orm, 'Audience');
+  const org = await benchOrganization(orm, 'Audience');
   const admin = (await createKey(orm, org.id, { name: 'admin', permission: 'admin', mode: 'live', rateLimit: 1000 })).token;
   const t0 = performance.now();
   await seedAudience(orm, org.id);

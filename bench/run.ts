@@ -11,12 +11,15 @@ import pino from 'pino';
 import { ensureEmbeddedPostgres } from '../db/embedded-postgres';
 import { readConfig } from '../server/config';
 import { startService } from '../server/service';
-import { createDomain, createKey, createOrganization } from '../core/provisioning';
+import { createDomain, createKey } from '../core/provisioning';
+import { benchOrganization } from './org';
 import { startBaseline } from './baseline';
 import { compileTemplate, renderTemplate } from '../core/templates/render';
 import { parseVariables } from '../core/templates/variables';
 import { benchAudienceReads, UPSERT_BODY, AUDIENCE_CONTACTS, type AudienceResult } from './audience';
 import { benchWebhooks, type WebhookBenchResult } from './webhooks';
+import { BenchClock, benchPark, benchPickup, type ParkResult, type PickupResult } from './caps';
+import type { Clock } from '../core/clock';
 import { Client } from 'pg';
 import { SMTPServer } from 'smtp-server';
 
@@ -30,13 +33,18 @@ const INTERLEAVED_ROUNDS = 4;
 const ROUND_SECONDS = SECONDS / INTERLEAVED_ROUNDS;
 /**
  * For iterating on one path: BENCH_ONLY=live-single, test-single, live-batch, test-batch, template
- * (live single sends plain and with templates), audience, webhooks or relay measures the baseline and that phase only
+ * (live single sends plain and with templates), audience, webhooks, relay or caps measures the baseline and that phase only
  * (BENCHMARKS.md is not written).
  */
 const ONLY = process.env.BENCH_ONLY;
 /** Deliveries in the webhook burst, and the steady event rate (per second) of the latency phase. */
 const WEBHOOK_DELIVERIES = Number(process.env.BENCH_WEBHOOK_DELIVERIES || 10_000);
 const WEBHOOK_RATE = Number(process.env.BENCH_WEBHOOK_RATE || 100);
+/** Messages parked behind a spent cap and released at a simulated day turn. */
+const PARKED = Number(process.env.BENCH_PARKED || 100_000);
+/** The bulk backlog transactional pickup is measured behind, and how many transactional sends are timed. */
+const BULK_BACKLOG = Number(process.env.BENCH_BULK_BACKLOG || 10_000);
+const PICKUP_SENDS = Number(process.env.BENCH_PICKUP_SENDS || 60);
 
 interface Result {
   requests: number;
@@ -172,7 +180,7 @@ async function main() {
    * database: a phase leaves a backlog of hundreds of thousands of rows, and autovacuum working
    * through them would take CPU from the phases after it.
    */
-  const startBenchService = async (database: string) => {
+  const startBenchService = async (database: string, opts: { clock?: Clock } = {}) => {
     const service = await startService(
       {
         ...readConfig({}),
@@ -185,8 +193,10 @@ async function main() {
         smtpUrl: `smtp://127.0.0.1:${relayPort}`,
         smtpRelay: { ...readConfig({}).smtpRelay!, port: 0 },
         inboundSmtpPort: 0,
+        platformDailyCap: 0,
+        domainWarmup: false,
       },
-      { log: pino({ level: 'warn' }, pino.destination(2)) },
+      { log: pino({ level: 'warn' }, pino.destination(2)), clock: opts.clock },
     );
     const stop = service.stop.bind(service);
     return Object.assign(service, {
@@ -245,8 +255,8 @@ async function main() {
 
   const runService = async (mode: 'live' | 'test') => {
     const service = await startBenchService(`bench_service_${mode}`);
-    const org = await createOrganization(service.db.orm, 'Bench');
-    await createDomain(service.db.orm, org.id, 'bench.test', { verified: true });
+    const org = await benchOrganization(service.db.orm, 'Bench');
+    await createDomain(service.db.orm, org.id, 'bench.test', { verified: true, warmup: false });
     // Keys at the highest cap (1000/s), used in turn: the per-key rate limit is charged on every
     // request, as in production, but must not be what the benchmark measures (a batch costs 100).
     const tokens: string[] = [];
@@ -296,7 +306,7 @@ async function main() {
   };
   const runAudience = async (): Promise<{ upsert: Result; reads: AudienceResult }> => {
     const service = await startBenchService('bench_service_audience');
-    const org = await createOrganization(service.db.orm, 'Bench audience');
+    const org = await benchOrganization(service.db.orm, 'Bench audience');
     const tokens: string[] = [];
     for (let i = 0; i < SINGLE_CONCURRENCY; i++)
       tokens.push(
@@ -319,8 +329,8 @@ async function main() {
   /** Messages per second through the SMTP relay on one connection and on ten (STARTTLS, one key per connection). */
   const runRelay = async (): Promise<{ one: Result; ten: Result }> => {
     const service = await startBenchService('bench_service_relay');
-    const org = await createOrganization(service.db.orm, 'Bench relay');
-    await createDomain(service.db.orm, org.id, 'bench.test', { verified: true });
+    const org = await benchOrganization(service.db.orm, 'Bench relay');
+    await createDomain(service.db.orm, org.id, 'bench.test', { verified: true, warmup: false });
     const tokens: string[] = [];
     for (let i = 0; i < 10; i++)
       tokens.push(
@@ -336,6 +346,24 @@ async function main() {
     await service.stop();
     return { one, ten };
   };
+  /** Parking and release behind a spent cap, then transactional pickup behind a bulk backlog. */
+  const runCaps = async (): Promise<{ park: ParkResult; pickup: PickupResult }> => {
+    const clock = new BenchClock();
+    const parkService = await startBenchService('bench_service_caps', { clock });
+    const park = await benchPark(parkService, clock, log, PARKED);
+    await parkService.stop();
+    const streamService = await startBenchService('bench_service_streams');
+    const pickup = await benchPickup(streamService, log, BULK_BACKLOG, PICKUP_SENDS);
+    await streamService.stop();
+    return { park, pickup };
+  };
+  if (ONLY === 'caps') {
+    const c = await runCaps();
+    log.info({ base: base.rps, ...c }, 'BENCH_ONLY: caps measured');
+    await new Promise<void>((resolve) => relay.close(() => resolve()));
+    if (pg) await pg.stop();
+    return;
+  }
   if (ONLY === 'relay') {
     const r = await runRelay();
     log.info({ base: base.rps, ...r }, 'BENCH_ONLY: relay measured');
@@ -363,7 +391,8 @@ async function main() {
   const audience = ONLY ? null : await runAudience();
   const webhooks = ONLY ? null : await runWebhooks();
   const smtpRelay = ONLY ? null : await runRelay();
-  if (!live || !test || !audience || !webhooks || !smtpRelay) {
+  const caps = ONLY ? null : await runCaps();
+  if (!live || !test || !audience || !webhooks || !smtpRelay || !caps) {
     await new Promise<void>((resolve) => relay.close(() => resolve()));
     if (pg) await pg.stop();
     return;
@@ -452,6 +481,24 @@ send per ${f(1000 / webhooks.steady.rate, 0)} ms for ${SECONDS} s, each timed fr
 | Event → first attempt p50 at ${webhooks.steady.rate}/s | ${f(webhooks.steady.p50, 0)} ms | < 1,000 ms |
 | Event → first attempt p99 at ${webhooks.steady.rate}/s | ${f(webhooks.steady.p99, 0)} ms | < 3,000 ms |
 | Event → first attempt, slowest | ${f(webhooks.steady.max, 0)} ms | |
+
+## Daily caps and stream isolation
+
+Parking: ${caps.park.messages.toLocaleString('en-US')} live messages (seeded in SQL) behind an organization cap already spent, parked by the
+outbox's reserve statement, one per message. Release: the simulated clock turns the UTC day and the release step
+wakes them all in pages of 1,000. Pickup: ${caps.pickup.backlog.toLocaleString('en-US')} bulk messages queued (seeded), then one transactional
+send every 250 ms through the API, each timed from acceptance to its \`sent\` event, at the platform send rate (12/s).
+
+| Measure | Result | Goal |
+|---|---|---|
+| Parking rate | ${f(caps.park.parkedPerSecond, 0)} messages/s (${f(caps.park.parkSeconds)} s) | |
+| Row updates on \`emails\` per parked message | ${f(caps.park.updatesPerMessage, 2)} | ≤ 1 |
+| Release rate at the day turn | ${f(caps.park.releasedPerSecond, 0)} messages/s (${f(caps.park.releaseSeconds)} s) | |
+| Process RSS before the release → peak during it | ${f(caps.park.rssBeforeMiB, 0)} → ${f(caps.park.rssPeakMiB, 0)} MiB | flat |
+| Transactional pickup p50 behind ${caps.pickup.backlog.toLocaleString('en-US')} bulk | ${f(caps.pickup.p50, 0)} ms | |
+| Transactional pickup p99 behind ${caps.pickup.backlog.toLocaleString('en-US')} bulk | ${f(caps.pickup.p99, 0)} ms | < 1,000 ms |
+| Transactional pickup, slowest | ${f(caps.pickup.max, 0)} ms | |
+| Bulk messages sent meanwhile (the backlog drains at the send rate) | ${caps.pickup.bulkSent} | |
 `;
   fs.writeFileSync(path.join(__dirname, '..', 'BENCHMARKS.md'), md);
   process.stdout.write(md);

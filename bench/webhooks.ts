@@ -2,7 +2,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Service } from '../server/service';
-import { createDomain, createKey, createOrganization } from '../core/provisioning';
+import { createDomain, createKey } from '../core/provisioning';
+import { benchOrganization } from './org';
 
 export interface WebhookBenchResult {
   /** Deliveries in the burst, and how fast they reached the receiver (first to last). */
@@ -45,8 +46,8 @@ export async function benchWebhooks(
   const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
 
   const orm = service.db.orm;
-  const org = await createOrganization(orm, 'Bench webhooks');
-  await createDomain(orm, org.id, 'hooks.bench.test', { verified: true });
+  const org = await benchOrganization(orm, 'Bench webhooks');
+  await createDomain(orm, org.id, 'hooks.bench.test', { verified: true, warmup: false });
   const admin = (await createKey(orm, org.id, { name: 'admin', permission: 'admin', mode: 'live', rateLimit: 1000 })).token;
   const keys: string[] = [];
   for (let i = 0; i < 16; i++)

@@ -20,6 +20,8 @@ import { createActivities } from '../activities';
 import { createWebhookHttp } from '../activities/webhook-http';
 import { closeUnconfirmed } from '../activities/send-email';
 import { runTemporalWorker } from '../worker/temporal-worker';
+import { OperatorError, setPlan, setWarmupStage } from '../core/limits/operator';
+import { organizationLimit, stageLimit } from '../core/limits/caps';
 import { installTemporalRuntime } from '../worker/temporal-runtime';
 import { startTemporalEngine } from '../worker/temporal-engine';
 
@@ -32,11 +34,20 @@ const USAGE = `usage:
                                               count (or, with --close, close as unconfirmed) live messages at
                                               sent for longer than DURATION (90m, 36h, 3d, P3D); docs/operations.md
   svc org create --name NAME [--plan free|standard]
+  svc org plan ORG_ID free|standard           move an organization to a plan (its daily send cap follows; audit-logged)
+  svc domain warmup DOMAIN --stage N|--off    set a domain's warm-up stage (1-7: 200 to 20,000 a day) or turn it
+                                              off for a domain with an established reputation (audit-logged)
   svc domain create --org ORG_ID --name DOMAIN [--stream transactional|bulk] [--verified]
   svc key create --org ORG_ID --name NAME --permission send|full|admin --mode live|test [--domain DOMAIN_ID]... [--rate N]
 Reads DATABASE_URL / DATA_DIR like npm start. Prints JSON on stdout.`;
 
 class UsageError extends Error {}
+
+/** An operator's command named something that is not there: told like a usage mistake (exit 2, no stack). */
+function operatorUsage(err: unknown): never {
+  if (err instanceof OperatorError) throw new UsageError(err.message);
+  throw err;
+}
 
 function oneOf<T extends string>(flag: string, value: string | undefined, allowed: readonly T[], fallback?: T): T {
   if (value === undefined) {
@@ -73,6 +84,7 @@ async function start(): Promise<void> {
   const service = await startService(config, { log });
   const { setup, created, tokens, removedClearTokens } = await ensureLocalSetup(service.db.orm, config.dataDir, {
     production: config.production,
+    warmup: config.domainWarmup,
   });
   const sendToken = tokens?.send ?? '<SEND key>';
   const from = setup.sender_domain ? `hello@${setup.sender_domain}` : 'hello@<your verified domain>';
@@ -287,6 +299,8 @@ async function main(argv: string[]): Promise<void> {
       rate: { type: 'string' },
       'older-than': { type: 'string' },
       close: { type: 'boolean' },
+      stage: { type: 'string' },
+      off: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -299,6 +313,28 @@ async function main(argv: string[]): Promise<void> {
     return unconfirmedCommand({ olderThan: values['older-than'], close: values.close ?? false, org: values.org }, (v) =>
       process.stdout.write(JSON.stringify(v) + '\n'),
     );
+  }
+  if (positionals[0] === 'domain' && positionals[1] === 'warmup') {
+    if (positionals.length !== 3 || (values.stage === undefined) === !values.off)
+      throw new UsageError('usage: svc domain warmup DOMAIN --stage N|--off');
+    const stage = values.off ? null : Number(values.stage);
+    return withDb(async (db) => {
+      const d = await setWarmupStage(db.orm, positionals[2], stage).catch(operatorUsage);
+      process.stdout.write(
+        JSON.stringify({ id: d.id, name: d.name, warmup: { stage: d.warmupStage, daily_limit: stageLimit(d.warmupStage) } }) + '\n',
+      );
+    });
+  }
+  if (positionals[0] === 'org' && positionals[1] === 'plan') {
+    if (positionals.length !== 4) throw new UsageError('usage: svc org plan ORG_ID free|standard');
+    const plan = oneOf<Plan>('plan', positionals[3], ['free', 'standard']);
+    return withDb(async (db) => {
+      const o = await setPlan(db.orm, positionals[2], plan).catch(operatorUsage);
+      process.stdout.write(
+        JSON.stringify({ id: o.id, name: o.name, plan: o.plan, effective_daily_send_cap: organizationLimit(o.plan, o.dailySendCap) }) +
+          '\n',
+      );
+    });
   }
   const cmd = positionals.join(' ');
   const out = (v: unknown): void => {
@@ -339,6 +375,7 @@ async function main(argv: string[]): Promise<void> {
           verified: values.verified,
           identity,
           verifyWindowMs: verificationTiming(config).windowMs,
+          warmup: config.domainWarmup,
         });
         out({
           id: d.id,

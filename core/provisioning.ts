@@ -34,6 +34,8 @@ export function newDomain(
     now?: Date;
     /** With an identity: how long its verification loop re-checks DNS (the first generation's window). */
     verifyWindowMs?: number;
+    /** Starts at warm-up stage 1 (default; DOMAIN_WARMUP=off passes false: no domain cap). */
+    warmup?: boolean;
   },
 ): Domain {
   const now = opts.now ?? new Date();
@@ -46,6 +48,7 @@ export function newDomain(
     stream: opts.stream ?? 'transactional',
     status: opts.verified ? 'verified' : 'pending',
     dnsProvider: opts.dnsProvider ?? 'manual',
+    warmupStage: opts.warmup === false ? null : 1,
     createdAt: now,
     ...(identity
       ? {
@@ -65,7 +68,7 @@ export async function createDomain(
   orm: Orm,
   organizationId: string,
   name: string,
-  opts: { stream?: Stream; verified?: boolean; identity?: DomainIdentityDeps; verifyWindowMs?: number } = {},
+  opts: { stream?: Stream; verified?: boolean; identity?: DomainIdentityDeps; verifyWindowMs?: number; warmup?: boolean } = {},
 ): Promise<Domain> {
   const em = orm.em.fork();
   await em.findOneOrFail(

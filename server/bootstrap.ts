@@ -31,7 +31,11 @@ export interface LocalSetupResult {
  * sandbox domain in the reserved .test TLD, an ADMIN key and a live SEND key, whose tokens the
  * caller prints this once; in production nothing more (keys come from `svc key create`).
  */
-export async function ensureLocalSetup(orm: Orm, dataDir: string, opts: { production: boolean }): Promise<LocalSetupResult> {
+export async function ensureLocalSetup(
+  orm: Orm,
+  dataDir: string,
+  opts: { production: boolean; /** DOMAIN_WARMUP for the sandbox domain (default on). */ warmup?: boolean },
+): Promise<LocalSetupResult> {
   const file = path.join(dataDir, 'credentials.json');
   if (fs.existsSync(file)) {
     const { admin_key, send_key, ...kept } = JSON.parse(fs.readFileSync(file, 'utf8')) as Partial<LocalSetup> & {
@@ -62,7 +66,7 @@ export async function ensureLocalSetup(orm: Orm, dataDir: string, opts: { produc
   };
   let tokens: LocalSetupResult['tokens'] = null;
   if (!opts.production) {
-    const domain = await createDomain(orm, org.id, SANDBOX_DOMAIN, { verified: true });
+    const domain = await createDomain(orm, org.id, SANDBOX_DOMAIN, { verified: true, warmup: opts.warmup });
     const admin = await createKey(orm, org.id, { name: 'local admin', permission: 'admin', mode: 'live' });
     const send = await createKey(orm, org.id, { name: 'local send', permission: 'send', mode: 'live' });
     setup = { ...setup, sender_domain: domain.name, admin_key_id: admin.key.id, send_key_id: send.key.id };

@@ -60,6 +60,10 @@ export interface Config {
   webhookAllowPrivate: boolean;
   /** WEBHOOK_CONCURRENCY: POSTs in flight at once to one endpoint, per process. */
   webhookConcurrency: number;
+  /** PLATFORM_DAILY_CAP: live recipients per UTC day across all organizations (0: no platform cap). */
+  platformDailyCap: number;
+  /** DOMAIN_WARMUP=on|off: new domains start at warm-up stage 1 (200 a day, climbing) or with no domain cap. */
+  domainWarmup: boolean;
   /** SMTP relay listener; null when SMTP_RELAY_PORT=off. */
   smtpRelay: SmtpRelayConfig | null;
   /** INBOUND_SMTP_PORT: the bounce and feedback listener, the MX of every return-path host (default 2525 in development, 25 in production; 0 picks a free port; `off`: null, none). */
@@ -135,6 +139,8 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookAllowHttp: flag('WEBHOOK_ALLOW_HTTP', env.NODE_ENV !== 'production', env),
     webhookAllowPrivate: flag('WEBHOOK_ALLOW_PRIVATE', env.NODE_ENV !== 'production', env),
     webhookConcurrency: atLeast('WEBHOOK_CONCURRENCY', int('WEBHOOK_CONCURRENCY', 16, env), 1),
+    platformDailyCap: int('PLATFORM_DAILY_CAP', 45_000, env),
+    domainWarmup: onOff('DOMAIN_WARMUP', true, env),
     smtpRelay: readSmtpRelayConfig(env),
     inboundSmtpPort: env.INBOUND_SMTP_PORT === 'off' ? null : int('INBOUND_SMTP_PORT', env.NODE_ENV === 'production' ? 25 : 2525, env),
   };
@@ -162,6 +168,13 @@ function flag(name: string, fallback: boolean, env: NodeJS.ProcessEnv): boolean 
   if (raw === undefined || raw === '') return fallback;
   if (raw !== '0' && raw !== '1') throw new Error(`${name} must be 0 or 1, got ${JSON.stringify(raw)}`);
   return raw === '1';
+}
+
+function onOff(name: string, fallback: boolean, env: NodeJS.ProcessEnv): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw !== 'on' && raw !== 'off') throw new Error(`${name} must be on or off, got ${JSON.stringify(raw)}`);
+  return raw === 'on';
 }
 
 /** The webhook client's policy and limits, from the configuration. */

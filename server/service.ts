@@ -7,7 +7,7 @@ import { openDatabase, type Database } from './database';
 import { openOrm } from '../db/orm';
 import { createLogger } from '../core/logging';
 import { ERRORS } from '../core/errors';
-import { systemClock } from '../core/clock';
+import { systemClock, type Clock } from '../core/clock';
 import { identityDeps } from '../core/domains/identity';
 import { createDnsResolver } from '../core/domains/dns';
 import { DevInbox } from '../smtp/dev-inbox';
@@ -18,6 +18,7 @@ import { startTemporalEngine } from '../worker/temporal-engine';
 import type { Engine } from '../worker/engine';
 import { claimExecutor, type Executor } from '../worker/executors';
 import { Outbox } from '../worker/outbox';
+import { CapRelease, SendCaps } from '../worker/send-caps';
 import { DomainVerificationSweep } from '../worker/domain-sweep';
 import { WebhookDispatcher } from '../worker/webhook-dispatcher';
 import { createWebhookHttp } from '../activities/webhook-http';
@@ -40,9 +41,16 @@ export interface Service {
   relay: SmtpRelay | null;
   /** The bounce and feedback listener (null with INBOUND_SMTP_PORT=off). */
   inbound: InboundListener | null;
+  /** The release step of the daily caps (kick: a pass now). */
+  capRelease: CapRelease;
+  /** Starts a pass of the outbox soon. */
+  kickOutbox(): void;
   log: Logger;
   stop(): Promise<void>;
 }
+
+/** How often parked mail is looked at besides the pass just after each UTC midnight (a limit raised during the day). */
+const CAP_RELEASE_INTERVAL_MS = 15_000;
 
 /** The inbound listener's SIZE: a bounce or a feedback report quotes at most the original message. */
 const INBOUND_MAX_BYTES = 10 * 1024 * 1024;
@@ -56,6 +64,8 @@ export function beyondLoopback(host: string): boolean {
 export interface ServiceOptions {
   log?: Logger;
   mailer?: Mailer;
+  /** The clock of the daily caps (the outbox's UTC day, the release step); tests step it across midnight. */
+  clock?: Clock;
   /** This process was taken for dead and its work taken over: it must stop at once (default: exit 70). */
   onExecutorLost?: () => void;
 }
@@ -66,6 +76,7 @@ export interface ServiceOptions {
  */
 export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
   const log = opts.log ?? createLogger(config.logLevel);
+  const clock = opts.clock ?? systemClock;
   if (config.production && !config.smtpUrl && !opts.mailer) {
     throw new Error('SMTP_URL is required with NODE_ENV=production: the development inbox is for development only');
   }
@@ -145,8 +156,20 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     executor.takeOver({ internalQueue: DBOS_INTERNAL_QUEUE, applicationName: APPLICATION_NAME });
   }
   const timing = verificationTiming(config);
-  const outbox = new Outbox(workerOrm, engine, log.child({ component: 'outbox' }), config.temporal?.confirmationWindowMs ?? 0);
+  const caps = new SendCaps({ platformDailyCap: config.platformDailyCap, clock, log: log.child({ component: 'send-caps' }) });
+  const outbox = new Outbox(workerOrm, engine, log.child({ component: 'outbox' }), {
+    confirmationWindowMs: config.temporal?.confirmationWindowMs ?? 0,
+    caps,
+    clock,
+  });
   outbox.start();
+  const capRelease = new CapRelease(workerOrm, caps, {
+    clock,
+    log: log.child({ component: 'cap-release' }),
+    intervalMs: CAP_RELEASE_INTERVAL_MS,
+    onRelease: () => outbox.kick(),
+  });
+  capRelease.start();
   const sweep = new DomainVerificationSweep(
     workerOrm,
     engine,
@@ -170,7 +193,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     inbox: inbox ?? undefined,
     inboxAdminOnly: beyondLoopback(config.host),
     dispatch: () => outbox.kick(),
-    domains: { secrets, dns, platform, clock: systemClock, verification: timing },
+    domains: { secrets, dns, platform, clock: systemClock, verification: timing, warmup: config.domainWarmup },
+    caps: { platformDailyCap: config.platformDailyCap, clock },
     webhooks: {
       secrets,
       policy: webhookOptions,
@@ -235,6 +259,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     inbox,
     relay,
     inbound,
+    capRelease,
+    kickOutbox: () => outbox.kick(),
     log,
     async stop() {
       if (stopped) return;
@@ -246,6 +272,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       await relay?.stop();
       await inbound?.stop();
       await inboundProcessor.stop();
+      await capRelease.stop();
       await outbox.stop();
       await sweep.stop();
       await dispatcher?.stop();

@@ -5,6 +5,7 @@ import { isNonRetryable } from '../activities/errors';
 import { retryPolicy, type RetryClass, type WorkflowContext } from '../workflows/context';
 import { QUEUES, type QueueName } from '../workflows/definition';
 import { WORKFLOWS } from '../workflows';
+import type { Stream } from '../db/entities';
 import type { Engine } from './engine';
 
 export interface DbosEngineOptions {
@@ -31,6 +32,23 @@ export const APPLICATION_NAME = 'svc-mail';
 export const APPLICATION_VERSION = 'svc-mail-1';
 /** DBOS's queue for workflows started without one: recovered runs of unqueued workflows go there (DBOS 5.3). */
 export const DBOS_INTERNAL_QUEUE = '_dbos_internal_queue';
+
+/**
+ * Queue priority per stream (lower is dequeued first): a transactional run waiting behind bulk
+ * runs in the rate-limited delivery queue is started before them.
+ */
+const PRIORITY: Record<Stream, number> = { transactional: 1, bulk: 2 };
+
+/**
+ * The send rate as DBOS's limiter counts it: starts within a rolling window. A window of one
+ * second lets the whole second's allowance start at once and then nothing for a second, so mail
+ * that arrives just after waits up to a second; quarter-second windows (same rate) keep the
+ * wait of a transactional message behind a bulk backlog to a quarter of that.
+ */
+export function quarterSecondWindows(perSecond: number): { limitPerPeriod: number; periodSec: number } {
+  const limitPerPeriod = Math.max(1, Math.ceil(perSecond / 4));
+  return { limitPerPeriod, periodSec: limitPerPeriod / perSecond };
+}
 
 /** DBOS is a process-wide singleton: workflows are registered once, against the current engine's activities. */
 const registered = new Map<string, (input: unknown) => Promise<unknown>>();
@@ -99,7 +117,7 @@ export async function startDbosEngine(opts: DbosEngineOptions): Promise<Engine> 
   for (const [name, q] of Object.entries(QUEUES)) {
     await DBOS.registerQueue(name, {
       workerConcurrency: opts.workerConcurrency,
-      ...(q.rateLimited ? { rateLimit: { limitPerPeriod: opts.sendRatePerSecond, periodSec: 1 } } : {}),
+      ...(q.rateLimited ? { rateLimit: quarterSecondWindows(opts.sendRatePerSecond) } : {}),
       minPollingIntervalMs: 100,
       onConflict: 'always_update',
     });
@@ -119,24 +137,23 @@ export async function startDbosEngine(opts: DbosEngineOptions): Promise<Engine> 
         await DBOS.startWorkflow(run, { workflowID: workflowId })(input);
         return;
       }
-      // A scheduled run waits as a delayed queue entry, not as a running workflow holding a slot.
-      const delayMs = startOpts.notBeforeMs ? startOpts.notBeforeMs - Date.now() : 0;
       await DBOS.startWorkflow(run, {
         workflowID: workflowId,
         queueName,
-        ...(delayMs > 0 ? { enqueueOptions: { delaySeconds: Math.ceil(delayMs / 1000) } } : {}),
+        enqueueOptions: { priority: PRIORITY[startOpts.stream ?? 'transactional'] },
       })(input);
     },
-    async room(queue) {
+    async room(queue, stream = 'transactional') {
+      // Each stream has its own window in the queue: a bulk backlog fills only its own.
       const limit = highWater(queue);
       const waiting = await DBOS.listQueuedWorkflows({
         queueName: queue,
         status: ['ENQUEUED', 'PENDING'],
-        limit,
+        limit: limit * 2,
         loadInput: false,
         loadOutput: false,
       });
-      return limit - waiting.length;
+      return limit - waiting.filter((w) => w.priority === PRIORITY[stream]).length;
     },
     async signal(workflowId, signal) {
       // Keyed, so a repeated signal (a retried cancel) is delivered once.

@@ -1,10 +1,14 @@
+import type { Stream } from '../db/entities';
 import type { QueueName, StartableDef } from '../workflows/definition';
 
 export interface StartOptions {
   /** The queue this run waits on, when not its definition's default (test-mode mail: `simulation`). */
   queue?: QueueName;
-  /** Not before this time (scheduled mail); an engine may hold the start until then. The body waits for it either way. */
-  notBeforeMs?: number | null;
+  /**
+   * The sender's stream (SendEmail): transactional runs are taken before bulk ones waiting in the
+   * same queue, so the platform's one send rate serves transactional mail first.
+   */
+  stream?: Stream;
 }
 
 /**
@@ -18,11 +22,11 @@ export interface Engine {
   /** Delivers a named signal to a run; a run that ended (or never started) is left alone. */
   signal(workflowId: string, signal: string): Promise<void>;
   /**
-   * How many more runs `queue` should take now, or null when the engine holds any backlog well
+   * How many more runs of a stream (default transactional) `queue` should take now, or null when the engine holds any backlog well
    * (Temporal). The outbox keeps the rest, so a burst of accepted mail does not become a burst of
    * starts that would only wait in the engine's queue.
    */
-  room(queue: QueueName): Promise<number | null>;
+  room(queue: QueueName, stream?: Stream): Promise<number | null>;
   ready(): boolean;
   stop(): Promise<void>;
 }

@@ -1,16 +1,18 @@
-import { LockMode } from '@mikro-orm/core';
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import type { Orm } from '../db/orm';
-import { Email, type KeyMode } from '../db/entities';
+import type { KeyMode, Stream } from '../db/entities';
+import { claimOutbox, markEnqueued, outboxHasDue, type OutboxRow } from '../db/sql/claim-outbox';
+import type { Clock } from '../core/clock';
+import { systemClock } from '../core/clock';
 import { sendEmail, type SendEmailInput } from '../workflows/send-email';
 import type { QueueName } from '../workflows/definition';
 import type { Engine } from './engine';
 import { Poller } from './poller';
+import type { SendCaps } from './send-caps';
 
 /** Most rows one claim takes. */
 const BATCH = 200;
-/** A pass now and then even without kicks: recovers anything a crash left unstarted. */
+/** A pass now and then even without kicks: recovers anything a crash left unstarted, starts mail that fell due. */
 const SAFETY_POLL_MS = 1000;
 /** Kicks within this window share one pass, so a pass starts many messages. */
 const COALESCE_MS = 20;
@@ -18,7 +20,21 @@ const COALESCE_MS = 20;
 const FULL_RETRY_MS = 250;
 /** Each mode's queue: live mail is rate-limited, test mail only simulated. */
 const QUEUE_OF: Record<KeyMode, QueueName> = { live: 'delivery', test: 'simulation' };
-const MODES: KeyMode[] = ['live', 'test'];
+
+/**
+ * A lane: one mode and stream, claimed from its own index range with its own room in the
+ * engine, so a bulk backlog never stands in front of transactional mail (stream isolation).
+ */
+interface Lane {
+  mode: KeyMode;
+  stream: Stream;
+}
+const LANES: Lane[] = [
+  { mode: 'live', stream: 'transactional' },
+  { mode: 'live', stream: 'bulk' },
+  { mode: 'test', stream: 'transactional' },
+  { mode: 'test', stream: 'bulk' },
+];
 
 interface Pass {
   /** A claim hit its batch limit: more rows are waiting and there is room for them. */
@@ -27,27 +43,39 @@ interface Pass {
   full: boolean;
 }
 
+export interface OutboxOptions {
+  /** Temporal only: how long a `sent` message's workflow waits for a delivery event (SendEmailInput). */
+  confirmationWindowMs?: number;
+  /** Daily caps, reserved for live mail before its workflow starts; absent: no caps (tests of the outbox alone). */
+  caps?: SendCaps;
+  clock?: Clock;
+}
+
 /**
  * The outbox: the API's statement stores a message with enqueued_at null and returns; this
  * starts its workflow. Rows are claimed FOR UPDATE SKIP LOCKED, so several processes can run
  * outboxes on one database, and the mark is committed only after the start succeeded. A crash
  * between the two starts the workflow again, which is a no-op (workflow id = email id).
  *
- * Backpressure: messages to send now are started only while the engine's queue for their mode
- * has room (`Engine.room`), oldest first; the backlog past that waits here, in
- * acceptance order, and costs nothing until its turn. Messages scheduled for later are started
- * at once: the engine holds them as delayed starts that take no queue room.
+ * Dispatch is where the daily caps apply: each claimed live message is reserved against the
+ * day's allowances in the same transaction (worker/send-caps.ts); one that does not fit is
+ * parked in its row and started only when the release step wakes it. Scheduled mail waits
+ * here until it is due (no engine timer), so it is reserved on the day it goes out.
+ *
+ * Backpressure: each lane is started only while the engine has room for it (`Engine.room`),
+ * oldest due first; the backlog past that waits here and costs nothing until its turn.
  */
 export class Outbox {
   private readonly poller: Poller;
+  private readonly clock: Clock;
 
   constructor(
     private readonly orm: Orm,
     private readonly engine: Engine,
     private readonly log: Logger,
-    /** Temporal only: how long a `sent` message's workflow waits for a delivery event (SendEmailInput). */
-    private readonly confirmationWindowMs = 0,
+    private readonly opts: OutboxOptions = {},
   ) {
+    this.clock = opts.clock ?? systemClock;
     this.poller = new Poller({
       name: 'outbox',
       intervalMs: SAFETY_POLL_MS,
@@ -69,50 +97,56 @@ export class Outbox {
     this.poller.kick();
   }
 
-  /** One claim-start-mark pass. */
+  /**
+   * One claim-reserve-start-mark pass. Per lane it claims until the engine's room is filled or
+   * BATCH messages were looked at: parked messages take no room, so a capped backlog is parked
+   * BATCH at a time without waiting for the queue.
+   */
   async runOnce(): Promise<Pass> {
-    const rooms = await Promise.all(MODES.map((m) => this.engine.room(QUEUE_OF[m])));
-    const room = Object.fromEntries(MODES.map((m, i) => [m, rooms[i] ?? BATCH])) as Record<KeyMode, number>;
+    const rooms = await Promise.all(LANES.map((l) => this.engine.room(QUEUE_OF[l.mode], l.stream)));
     return this.orm.em.fork().transactional(async (em) => {
-      const now = new Date();
-      const due = { $or: [{ scheduledAt: null }, { scheduledAt: { $lte: now } }] };
+      const now = this.clock.now();
       const pass: Pass = { more: false, full: false };
-      // Scheduled for later: a delayed start in the engine, which takes no queue room.
-      const batches: Claimed[][] = [await claim(em, { scheduledAt: { $gt: now } }, { scheduledAt: 'asc' }, BATCH)];
-      for (const mode of MODES) {
-        if (room[mode] > 0) {
-          const limit = Math.min(room[mode], BATCH);
-          const rows = await claim(em, { mode, ...due }, { createdAt: 'asc', id: 'asc' }, limit);
-          batches.push(rows);
-          if (rows.length === limit) {
-            if (limit === BATCH) pass.more = true;
-            else pass.full = true;
-          }
-        } else if (await em.findOne(Email, { enqueuedAt: null, mode, ...due }, { fields: ['id'] })) {
-          pass.full = true;
+      const rows: OutboxRow[] = [];
+      for (const [i, lane] of LANES.entries()) {
+        let room = rooms[i] ?? BATCH;
+        if (room <= 0) {
+          if (await outboxHasDue(em, { ...lane, now })) pass.full = true;
+          continue;
         }
+        let examined = 0;
+        while (room > 0 && examined < BATCH) {
+          const limit = Math.min(room, BATCH - examined);
+          // Rows this transaction claimed are locked by it, so SKIP LOCKED would not skip them.
+          const claimed = await claimOutbox(em, { ...lane, now, limit, exclude: rows.map((r) => r.id) });
+          examined += claimed.length;
+          // Test mail never touches the caps; live mail starts only with its allowances reserved.
+          const start = lane.mode === 'live' && this.opts.caps ? new Set(await this.opts.caps.admit(em, claimed, now)) : null;
+          const admitted = start ? claimed.filter((r) => start.has(r.id)) : claimed;
+          rows.push(...admitted);
+          room -= admitted.length;
+          if (claimed.length < limit) break;
+          if (room <= 0) pass.full = examined < BATCH;
+        }
+        if (examined >= BATCH) pass.more = true;
       }
-      if (batches[0].length === BATCH) pass.more = true;
-
-      const rows = batches.flat();
       if (rows.length === 0) return pass;
+
       // Every message gets its workflow, even one canceled meanwhile: the workflow records the outcome.
       const done: string[] = [];
+      const window = this.opts.confirmationWindowMs ?? 0;
       await Promise.all(
         rows.map(async (e) => {
-          const input: SendEmailInput = {
-            emailId: e.id,
-            ...(this.confirmationWindowMs > 0 ? { confirmationWindowMs: this.confirmationWindowMs } : {}),
-          };
+          const input: SendEmailInput = { emailId: e.id, ...(window > 0 ? { confirmationWindowMs: window } : {}) };
           try {
-            await this.engine.start(sendEmail, e.id, input, { queue: QUEUE_OF[e.mode], notBeforeMs: e.scheduledAt?.getTime() ?? null });
+            await this.engine.start(sendEmail, e.id, input, { queue: QUEUE_OF[e.mode], stream: e.stream });
             done.push(e.id);
           } catch (err) {
             this.log.error({ err, emailId: e.id }, 'could not start SendEmail; retried on the next pass');
           }
         }),
       );
-      if (done.length) await em.nativeUpdate(Email, { id: { $in: done } }, { enqueuedAt: new Date() });
+      await markEnqueued(em, done, new Date());
       return pass;
     });
   }
@@ -120,15 +154,4 @@ export class Outbox {
   async stop(): Promise<void> {
     await this.poller.stop();
   }
-}
-
-type Claimed = Pick<Email, 'id' | 'mode' | 'scheduledAt'>;
-
-function claim(em: EntityManager, where: object, orderBy: object, limit: number): Promise<Claimed[]> {
-  return em.find(Email, { enqueuedAt: null, ...where } as never, {
-    fields: ['id', 'mode', 'scheduledAt'],
-    orderBy: orderBy as never,
-    limit,
-    lockMode: LockMode.PESSIMISTIC_PARTIAL_WRITE,
-  });
 }

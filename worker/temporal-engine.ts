@@ -55,6 +55,8 @@ export async function startTemporalEngine(settings: TemporalSettings, log: Logge
           taskQueue: settings.taskQueue,
           workflowId,
           args: [{ ...(input as object), ...binding }],
+          // Activities inherit it: the delivery task queue serves transactional sends before bulk ones.
+          ...(opts.stream ? { priority: { priorityKey: opts.stream === 'bulk' ? 3 : 1 } } : {}),
           workflowIdConflictPolicy: 'USE_EXISTING',
           workflowIdReusePolicy: 'REJECT_DUPLICATE',
         });

@@ -1,6 +1,7 @@
 import type { Domain } from '../../db/entities';
+import type { WarmupView } from '../../core/limits/usage';
 
-export function presentDomain(d: Domain) {
+export function presentDomain(d: Domain, warmup: WarmupView) {
   return {
     object: 'domain',
     id: d.id,
@@ -10,6 +11,7 @@ export function presentDomain(d: Domain) {
     dns_provider: d.dnsProvider,
     dkim_selector: d.dkimSelector,
     return_path: d.returnPathHost,
+    warmup,
     records: d.records.map((r) => ({
       purpose: r.purpose,
       type: r.type,

@@ -21,6 +21,7 @@ import { readValidBody } from '../validate';
 import { audit } from '../audit';
 import { createDomainSchema, normalizeDomainName, type CreateDomainBody } from './schema';
 import { presentDomain } from './present';
+import { warmupViews, type CapsSettings } from '../../core/limits/usage';
 
 export interface DomainRoutesDeps {
   orm: Orm;
@@ -33,7 +34,10 @@ export interface DomainRoutesDeps {
     clock: Clock;
     platform: PlatformDns;
     verification: Omit<DomainVerificationInput, 'domainId'>;
+    /** DOMAIN_WARMUP: new domains start at warm-up stage 1. */
+    warmup: boolean;
   };
+  caps: CapsSettings;
 }
 
 /** Domains a key may see: its organization's live ones, only its own when restricted. */
@@ -53,6 +57,13 @@ export function domainRoutes(deps: DomainRoutesDeps): Router<ApiState> {
     if (!visible(auth(ctx), domain)) throw notFound('domain');
     return domain;
   }
+
+  /** Domains with their `warmup` field, from one read of today's counters. */
+  async function present(domains: Domain[]) {
+    const views = await warmupViews(orm.em.fork(), deps.caps, domains);
+    return domains.map((d) => presentDomain(d, views.get(d.id)!));
+  }
+  const presentOne = async (d: Domain) => (await present([d]))[0];
 
   async function startLoop(domain: Domain): Promise<void> {
     try {
@@ -82,6 +93,7 @@ export function domainRoutes(deps: DomainRoutesDeps): Router<ApiState> {
       identity: deps.domains,
       now,
       verifyWindowMs: deps.domains.verification.windowMs,
+      warmup: deps.domains.warmup,
     });
     em.persist(domain);
     audit(em, a, 'domain.created', { type: 'domain', id: domain.id }, { name: domain.name, stream: domain.stream });
@@ -95,7 +107,7 @@ export function domainRoutes(deps: DomainRoutesDeps): Router<ApiState> {
     }
     await startLoop(domain);
     ctx.status = 201;
-    ctx.body = presentDomain(domain);
+    ctx.body = await presentOne(domain);
   });
 
   router.get('/domains', admin, async (ctx) => {
@@ -103,11 +115,11 @@ export function domainRoutes(deps: DomainRoutesDeps): Router<ApiState> {
     const rows = await orm.em
       .fork()
       .find(Domain, { organizationId: a.organization.id, deletedAt: null }, { orderBy: { createdAt: 'desc', id: 'desc' } });
-    ctx.body = { object: 'list', data: rows.filter((d) => visible(a, d)).map(presentDomain) };
+    ctx.body = { object: 'list', data: await present(rows.filter((d) => visible(a, d))) };
   });
 
   router.get('/domains/:id', admin, async (ctx) => {
-    ctx.body = presentDomain(await find(ctx));
+    ctx.body = await presentOne(await find(ctx));
   });
 
   /** Verify now: checks at once and answers with the result; restarts the loop if it had ended. */
@@ -125,7 +137,7 @@ export function domainRoutes(deps: DomainRoutesDeps): Router<ApiState> {
     }
     await em.flush();
     if (fresh.verifyingUntil && fresh.verificationGeneration !== domain.verificationGeneration) await startLoop(fresh);
-    ctx.body = presentDomain(fresh);
+    ctx.body = await presentOne(fresh);
   });
 
   router.delete('/domains/:id', admin, async (ctx) => {

@@ -35,6 +35,9 @@ export function presentEmail(email: Email, events: EmailEvent[], attachments: At
     scheduled_at: iso(email.scheduledAt),
     sent_at: iso(email.sentAt),
     last_event: email.status,
+    // Parked behind a daily cap: still queued (cancelable), goes out when the allowance returns.
+    waiting:
+      email.status === 'queued' && email.waitingReason !== null ? { reason: email.waitingReason, until: iso(email.waitingUntil) } : null,
     mode: email.mode,
     source: email.source,
     attachments: attachments.map((a) => ({ filename: a.filename, content_type: a.contentType, size: a.size })),

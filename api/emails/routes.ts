@@ -198,18 +198,28 @@ export function emailRoutes(deps: EmailRoutesDeps): Router<ApiState> {
     const id = ctx.params.id;
     if (!isUuid(id)) throw notFound('email');
     const em = orm.em.fork();
-    // The same conditional update the worker's pick-up uses: exactly one of them wins.
-    const won = await em.nativeUpdate(Email, { id, status: 'queued', ...scope(a) }, { status: 'canceled', updatedAt: new Date() });
+    // The same conditional update the worker's pick-up uses: exactly one of them wins. A message
+    // parked behind a daily cap leaves the park, so the outbox starts its workflow, which ends at once.
+    const won = await em.nativeUpdate(
+      Email,
+      { id, status: 'queued', ...scope(a) },
+      { status: 'canceled', waitingReason: null, waitingUntil: null, updatedAt: new Date() },
+    );
     if (won === 0) {
       const email = await em.findOne(Email, { id, ...scope(a) }, { fields: ['status'] });
       if (!email) throw notFound('email');
       throw new ServiceError('not_cancelable', `email is ${email.status}; only queued (including scheduled) email can be canceled`);
     }
-    await deps.engine
-      .signal(id, CANCEL_SIGNAL)
-      .catch((err) =>
-        deps.log.warn({ err, emailId: id }, 'cancel signal not delivered; the workflow sees the cancel when its timer fires'),
-      );
+    // Only a started workflow can be waiting; one still in the outbox sees `canceled` when it starts.
+    const started = await em.findOne(Email, { id }, { fields: ['enqueuedAt'] });
+    if (started?.enqueuedAt) {
+      await deps.engine
+        .signal(id, CANCEL_SIGNAL)
+        .catch((err) =>
+          deps.log.warn({ err, emailId: id }, 'cancel signal not delivered; the workflow sees the cancel when its timer fires'),
+        );
+    }
+    deps.dispatch();
     ctx.body = { id, object: 'email', status: 'canceled' };
   });
 

@@ -1,14 +1,16 @@
 import type Router from '@koa/router';
 import type { Orm } from '../../db/orm';
-import { Organization, PLAN_DAILY_CEILING, effectiveDailySendCap } from '../../db/entities';
+import { Domain, Organization } from '../../db/entities';
 import { validationError } from '../../core/errors';
+import { PLAN_CEILING, organizationLimit } from '../../core/limits/caps';
+import { dailyUsage, type CapsSettings } from '../../core/limits/usage';
 import { requirePermission } from '../middleware/auth';
 import { apiRouter, auth, type ApiState } from '../state';
 import { readValidBody } from '../validate';
 import { audit } from '../audit';
 import { updateOrganizationSchema, type UpdateOrganizationBody } from './schema';
 
-function present(o: Organization) {
+function present(o: Organization, usage: Awaited<ReturnType<typeof dailyUsage>>) {
   return {
     object: 'organization',
     id: o.id,
@@ -16,25 +18,38 @@ function present(o: Organization) {
     plan: o.plan,
     postal_address: o.postalAddress,
     daily_send_cap: o.dailySendCap,
-    effective_daily_send_cap: effectiveDailySendCap(o),
-    plan_daily_send_ceiling: PLAN_DAILY_CEILING[o.plan],
+    /** null: no organization cap (a service plan with daily_send_cap 0). */
+    effective_daily_send_cap: organizationLimit(o.plan, o.dailySendCap),
+    plan_daily_send_ceiling: PLAN_CEILING[o.plan] ?? null,
+    daily_usage: usage,
     created_at: o.createdAt.toISOString(),
     updated_at: o.updatedAt.toISOString(),
   };
 }
 
-/** Organization settings (ADMIN): name, postal address (bulk mail's legal footer), daily send cap. */
-export function organizationRoutes(deps: { orm: Orm; maxBodyBytes: number }): Router<ApiState> {
+/** Organization settings (ADMIN): name, postal address (bulk mail's legal footer), daily send cap; today's use of the caps. */
+export function organizationRoutes(deps: { orm: Orm; maxBodyBytes: number; caps: CapsSettings }): Router<ApiState> {
   const router = apiRouter();
+
+  async function show(em: ReturnType<Orm['em']['fork']>, org: Organization) {
+    const domains = await em.find(
+      Domain,
+      { organizationId: org.id, deletedAt: null },
+      { fields: ['id', 'name', 'warmupStage'], orderBy: { name: 'asc' } },
+    );
+    return present(org, await dailyUsage(em, deps.caps, org, domains));
+  }
+
   router.get('/organization', requirePermission('admin'), async (ctx) => {
-    ctx.body = present(await deps.orm.em.fork().findOneOrFail(Organization, { id: auth(ctx).organization.id }));
+    const em = deps.orm.em.fork();
+    ctx.body = await show(em, await em.findOneOrFail(Organization, { id: auth(ctx).organization.id }));
   });
 
   router.patch('/organization', requirePermission('admin'), async (ctx) => {
     const a = auth(ctx);
     const body: UpdateOrganizationBody = await readValidBody(ctx, updateOrganizationSchema, deps.maxBodyBytes);
-    const ceiling = PLAN_DAILY_CEILING[a.organization.plan];
-    if (body.daily_send_cap != null && body.daily_send_cap > ceiling) {
+    const ceiling = PLAN_CEILING[a.organization.plan];
+    if (ceiling !== undefined && body.daily_send_cap != null && body.daily_send_cap > ceiling) {
       throw validationError(
         `daily_send_cap can only lower the ${a.organization.plan} plan's ceiling of ${ceiling} per day (0 or null means the ceiling)`,
         [{ field: 'daily_send_cap', message: `at most ${ceiling}` }],
@@ -53,7 +68,7 @@ export function organizationRoutes(deps: { orm: Orm; maxBodyBytes: number }): Ro
       audit(em, a, 'organization.updated', { type: 'organization', id: org.id }, { changes });
       await em.flush();
     }
-    ctx.body = present(org);
+    ctx.body = await show(em, org);
   });
   return router;
 }

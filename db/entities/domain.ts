@@ -32,6 +32,10 @@ export class Domain {
   /** Envelope sender host (bounces), covered by the SPF and MX records. */
   returnPathHost: string | null = null;
   records: DnsRecord[] = [];
+  /** Warm-up stage (1 to 7, core/limits/caps.ts); null: warm-up off, no domain cap. */
+  warmupStage: number | null = null;
+  /** The UTC day the advance rule last ran for this domain (once a day). */
+  warmupCheckedOn: string | null = null;
   verificationGeneration = 0;
   verifyingUntil: Date | null = null;
   lastCheckedAt: Date | null = null;
@@ -55,6 +59,8 @@ export const DomainSchema = new EntitySchema<Domain>({
     dkimPrivateKeyEnc: { type: 'text', nullable: true, lazy: true },
     returnPathHost: { type: 'text', nullable: true },
     records: { type: 'json' },
+    warmupStage: { type: 'integer', nullable: true },
+    warmupCheckedOn: { type: 'string', columnType: 'date', nullable: true },
     verificationGeneration: { type: 'integer' },
     verifyingUntil: { type: 'Date', columnType: 'timestamptz', nullable: true },
     lastCheckedAt: { type: 'Date', columnType: 'timestamptz', nullable: true },

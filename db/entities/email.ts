@@ -1,5 +1,9 @@
 import { EntitySchema } from '@mikro-orm/core';
 import type { KeyMode } from './api-key';
+import type { Stream } from './domain';
+
+/** Which daily allowance a parked message waits for (core/limits/caps.ts). */
+export type WaitingReason = 'platform_daily_cap' | 'organization_daily_cap' | 'domain_daily_cap';
 
 export type EmailStatus =
   'queued' | 'sending' | 'sent' | 'delivered' | 'bounced' | 'complained' | 'failed' | 'suppressed' | 'canceled' | 'unconfirmed';
@@ -40,6 +44,13 @@ export class Email {
   idempotencyKey: string | null = null;
   /** Set once the workflow was started; a replay re-queues a message that lacks it. */
   enqueuedAt: Date | null = null;
+  /** The sender domain's stream at acceptance: the outbox claims each stream on its own. */
+  stream: Stream = 'transactional';
+  /** The UTC day (YYYY-MM-DD) whose daily allowances this message took. */
+  reservedOn: string | null = null;
+  /** Parked behind a daily cap (still `queued`): which one, and when its day turns. */
+  waitingReason: WaitingReason | null = null;
+  waitingUntil: Date | null = null;
   sentAt: Date | null = null;
   createdAt!: Date;
   updatedAt!: Date;
@@ -73,6 +84,10 @@ export const EmailSchema = new EntitySchema<Email>({
     messageId: { type: 'text' },
     idempotencyKey: { type: 'text', nullable: true },
     enqueuedAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
+    stream: { type: 'text' },
+    reservedOn: { type: 'string', columnType: 'date', nullable: true },
+    waitingReason: { type: 'text', nullable: true },
+    waitingUntil: { type: 'Date', columnType: 'timestamptz', nullable: true },
     sentAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
     createdAt: { type: 'Date', columnType: 'timestamptz' },
     updatedAt: { type: 'Date', columnType: 'timestamptz' },

@@ -7,18 +7,10 @@ export class Organization {
   name!: string;
   plan: Plan = 'free';
   postalAddress: string | null = null;
-  /** Null or 0: the plan's ceiling; a value can only lower it. */
+  /** Free plan: null or 0 means its ceiling, a value can only lower it; service plans: null means 20,000, 0 none (core/limits/caps.ts). */
   dailySendCap: number | null = null;
   createdAt: Date = new Date();
   updatedAt: Date = new Date();
-}
-
-/** Daily send ceilings per plan (UTC day, each recipient counts one). */
-export const PLAN_DAILY_CEILING: Record<Plan, number> = { free: 100, standard: 20_000 };
-
-export function effectiveDailySendCap(org: Pick<Organization, 'plan' | 'dailySendCap'>): number {
-  const ceiling = PLAN_DAILY_CEILING[org.plan];
-  return org.dailySendCap ? Math.min(org.dailySendCap, ceiling) : ceiling;
 }
 
 export const OrganizationSchema = new EntitySchema<Organization>({

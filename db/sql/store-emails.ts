@@ -109,11 +109,12 @@ with q as (
 ), e as (
   insert into emails (id, organization_id, api_key_id, domain_id, from_address, to_addresses, cc_addresses, bcc_addresses,
                       reply_to, subject, html, text, headers, tags, kind, mode, status, scheduled_at, message_id,
-                      idempotency_key, enqueued_at, created_at, updated_at, template_id, template_version, source)
+                      idempotency_key, enqueued_at, created_at, updated_at, template_id, template_version, source, stream)
   select ok.id, ok.org, ok.api_key, ok.domain_id, ok.from_address, ok.to_addresses, ok.cc_addresses, ok.bcc_addresses,
          ok.reply_to, ok.subject, ok.html, ok.text, ok.headers, ok.tags, ok.kind, ok.mode,
          case when a.all_suppressed then 'suppressed' else 'queued' end, ok.scheduled_at, '<' || ok.id || '@' || ok.domain_name || '>',
-         ok.idempotency_key, case when a.all_suppressed then ok.at end, ok.at, ok.at, ok.template_id, ok.template_version, ok.source
+         ok.idempotency_key, case when a.all_suppressed then ok.at end, ok.at, ok.at, ok.template_id, ok.template_version, ok.source,
+         ok.stream
     from ok
     cross join lateral (select bool_and(r.suppressed) as all_suppressed from r where r.email_id = ok.id) a
    order by ok.pos

@@ -11,8 +11,9 @@ describe('API: organization settings and the audit log', function () {
   before(async function () {
     this.timeout(60_000);
     env = await sharedService();
-    t = await newTenant(env);
-    other = await newTenant(env);
+    // The free plan: its ceiling is what these tests check against.
+    t = await newTenant(env, { plan: 'free' });
+    other = await newTenant(env, { plan: 'free' });
   });
 
   it('updates name, postal address and daily cap, and records who did it', async () => {

@@ -378,6 +378,7 @@ describe('API: signed webhooks', function () {
         dispatch: () => undefined,
       },
       domains: undefined as never,
+      caps: undefined as never,
     });
     const server = http.createServer(app.callback());
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -38,7 +38,9 @@ export async function inboxApp(
       platform: { bounceMx: 'mx.test', spfInclude: 'spf.test' },
       clock: systemClock,
       verification: { firstDelayMs: 1000, maxDelayMs: 1000, windowMs: 1000 },
+      warmup: true,
     },
+    caps: { platformDailyCap: 0, clock: systemClock },
   });
   const server = http.createServer(app.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));

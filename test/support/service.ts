@@ -2,7 +2,7 @@ import pino from 'pino';
 import { readConfig, type Config } from '../../server/config';
 import { startService, type Service } from '../../server/service';
 import { createDomain, createKey, createOrganization } from '../../core/provisioning';
-import type { Stream } from '../../db/entities';
+import type { Plan, Stream } from '../../db/entities';
 import { newDatabase, tempDir } from './pg';
 import { SmtpSink } from './sink';
 import { TestDns } from './dns';
@@ -86,11 +86,19 @@ export interface Tenant {
 
 let tenants = 0;
 
-/** A fresh organization with a verified domain and SEND (live), SEND (test) and ADMIN keys. */
-export async function newTenant(env: TestEnv, opts: { stream?: Stream } = {}): Promise<Tenant> {
+/**
+ * A fresh organization with a verified domain and SEND (live), SEND (test) and ADMIN keys. By
+ * default on the standard plan with warm-up off (an established sender), so the daily caps stay
+ * out of tests about other things; the caps tests ask for the free plan and warm-up.
+ */
+export async function newTenant(env: TestEnv, opts: { stream?: Stream; plan?: Plan; warmup?: boolean } = {}): Promise<Tenant> {
   const orm = env.service.db.orm;
-  const org = await createOrganization(orm, `Tenant ${++tenants}`);
-  const domain = await createDomain(orm, org.id, `t${tenants}-${Date.now()}.example.test`, { verified: true, stream: opts.stream });
+  const org = await createOrganization(orm, `Tenant ${++tenants}`, opts.plan ?? 'standard');
+  const domain = await createDomain(orm, org.id, `t${tenants}-${Date.now()}.example.test`, {
+    verified: true,
+    stream: opts.stream,
+    warmup: opts.warmup ?? false,
+  });
   const send = await createKey(orm, org.id, { name: 'send', permission: 'send', mode: 'live', rateLimit: 1000 });
   const test = await createKey(orm, org.id, { name: 'test', permission: 'send', mode: 'test', rateLimit: 1000 });
   const admin = await createKey(orm, org.id, { name: 'admin', permission: 'admin', mode: 'live', rateLimit: 1000 });

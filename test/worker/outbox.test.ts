@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import pino from 'pino';
 import { openOrm, migrate, type Orm } from '../../db/orm';
 import { Email, type KeyMode } from '../../db/entities';
+import type { Clock } from '../../core/clock';
 import { createDomain, createKey, createOrganization } from '../../core/provisioning';
 import { acceptEmails } from '../../core/emails/accept';
 import { GroupStore } from '../../core/emails/group-store';
@@ -9,33 +10,8 @@ import { prepareEmail } from '../../core/emails/prepare';
 import { ServiceError } from '../../core/errors';
 import { hashToken } from '../../core/tokens';
 import { Outbox } from '../../worker/outbox';
-import type { Engine, StartOptions } from '../../worker/engine';
-import type { QueueName, StartableDef } from '../../workflows/definition';
-import { SEND_EMAIL_WORKFLOW } from '../../workflows/send-email';
 import { newDatabase } from '../support/pg';
-
-const MODE_OF: Record<QueueName, KeyMode> = { delivery: 'live', simulation: 'test' };
-
-/** An engine whose queues have the room the test gives them (per mode), recording what it was asked to start. */
-class RoomEngine implements Engine {
-  readonly name = 'room';
-  rooms: Record<KeyMode, number> | null = { live: 0, test: 0 };
-  started: { emailId: string; mode: KeyMode; notBeforeMs: number | null }[] = [];
-  async room(queue: QueueName) {
-    return this.rooms ? this.rooms[MODE_OF[queue]] : null;
-  }
-  async start<I>(def: StartableDef<I>, workflowId: string, input: I, opts: StartOptions = {}) {
-    assert.equal(def.name, SEND_EMAIL_WORKFLOW);
-    assert.deepEqual(input, { emailId: workflowId });
-    const mode = MODE_OF[opts.queue ?? 'delivery'];
-    const notBeforeMs = opts.notBeforeMs ?? null;
-    this.started.push({ emailId: workflowId, mode, notBeforeMs });
-    if (this.rooms) this.rooms[mode] -= notBeforeMs !== null && notBeforeMs > Date.now() ? 0 : 1;
-  }
-  async signal() {}
-  ready = () => true;
-  async stop() {}
-}
+import { RoomEngine } from '../support/room-engine';
 
 describe('Outbox: it holds the backlog and starts workflows as the engine has room', function () {
   this.timeout(60_000);
@@ -44,11 +20,15 @@ describe('Outbox: it holds the backlog and starts workflows as the engine has ro
   let outbox: Outbox;
   const keys: Record<KeyMode, string> = { live: '', test: '' };
 
+  /** The outbox's clock, running from now: tests move it ahead to make scheduled mail due. */
+  let clock: { aheadMs: number } & Clock;
+
   before(async () => {
     orm = await openOrm(await newDatabase('svc_dispatch'));
     await migrate(orm);
     const org = await createOrganization(orm, 'Outbox');
     await createDomain(orm, org.id, 'outbox.example.test', { verified: true });
+    await createDomain(orm, org.id, 'bulk.outbox.example.test', { verified: true, stream: 'bulk' });
     for (const mode of ['live', 'test'] as const) {
       keys[mode] = hashToken((await createKey(orm, org.id, { name: mode, permission: 'send', mode, rateLimit: 1000 })).token);
     }
@@ -58,7 +38,13 @@ describe('Outbox: it holds the backlog and starts workflows as the engine has ro
     // Each test starts from an empty outbox.
     await orm.em.fork().nativeUpdate(Email, { enqueuedAt: null }, { enqueuedAt: new Date() });
     engine = new RoomEngine();
-    outbox = new Outbox(orm, engine, pino({ level: 'silent' }));
+    clock = {
+      aheadMs: 0,
+      now() {
+        return new Date(Date.now() + this.aheadMs);
+      },
+    };
+    outbox = new Outbox(orm, engine, pino({ level: 'silent' }), { clock });
   });
 
   async function store(mode: KeyMode, n: number, extra: object = {}): Promise<string[]> {
@@ -82,10 +68,10 @@ describe('Outbox: it holds the backlog and starts workflows as the engine has ro
   const unstarted = async () =>
     (await orm.em.fork().find(Email, { enqueuedAt: null }, { orderBy: { createdAt: 'asc', id: 'asc' } })).map((e) => e.id);
 
-  it('starts due messages only up to the room of their mode, oldest first; the rest wait in the outbox', async () => {
+  it('starts due messages only up to the room of their lane, oldest first; the rest wait in the outbox', async () => {
     const live = await store('live', 5);
     const test = await store('test', 2);
-    engine.rooms = { live: 3, test: 0 };
+    engine.rooms = { 'live:transactional': 3 };
     const pass = await outbox.runOnce();
     assert.deepEqual(
       engine.started.map((j) => j.emailId),
@@ -94,7 +80,7 @@ describe('Outbox: it holds the backlog and starts workflows as the engine has ro
     assert.equal(pass.full, true, 'a queue is full while mail waits: look again soon');
     assert.deepEqual(await unstarted(), [...live.slice(3), ...test]);
 
-    engine.rooms = { live: 10, test: 10 };
+    engine.rooms = { 'live:transactional': 10, 'test:transactional': 10 };
     const next = await outbox.runOnce();
     assert.deepEqual(
       engine.started.map((j) => j.emailId),
@@ -108,20 +94,38 @@ describe('Outbox: it holds the backlog and starts workflows as the engine has ro
     assert.deepEqual(await unstarted(), []);
   });
 
-  it('starts messages scheduled for later at once, whatever the room: the engine holds them as delayed starts', async () => {
+  it('a bulk backlog waits in its own lane: transactional mail accepted after it starts at once', async () => {
+    const bulk = await store('live', 30, { from: 'news@bulk.outbox.example.test' });
+    const tx = await store('live', 1);
+    engine.rooms = { 'live:transactional': 5, 'live:bulk': 4 };
+    await outbox.runOnce();
+    assert.deepEqual(
+      engine.started.map((j) => [j.emailId, j.stream]),
+      [...tx.map((id) => [id, 'transactional']), ...bulk.slice(0, 4).map((id) => [id, 'bulk'])],
+    );
+    assert.deepEqual(await unstarted(), bulk.slice(4));
+  });
+
+  it('keeps mail scheduled for later in the outbox (no engine timer) and starts it once due', async () => {
     const at = new Date(Date.now() + 3_600_000);
     const later = await store('live', 2, { scheduled_at: at.toISOString() });
     const now = await store('live', 1);
-    engine.rooms = { live: 0, test: 0 };
+    engine.rooms = { 'live:transactional': 10 };
     await outbox.runOnce();
     assert.deepEqual(
-      engine.started.map((j) => [j.emailId, j.notBeforeMs]),
-      later.map((id) => [id, at.getTime()]),
+      engine.started.map((j) => j.emailId),
+      now,
     );
-    assert.deepEqual(await unstarted(), now);
+    assert.deepEqual(await unstarted(), later);
+    clock.aheadMs = 3_600_000 + 1000;
+    await outbox.runOnce();
+    assert.deepEqual(
+      engine.started.map((j) => j.emailId),
+      [...now, ...later],
+    );
   });
 
-  it('without a room limit (Temporal), starts everything', async () => {
+  it('without a room limit (Temporal), starts everything due', async () => {
     const ids = [...(await store('live', 3)), ...(await store('test', 2))];
     engine.rooms = null;
     await outbox.runOnce();
@@ -131,7 +135,7 @@ describe('Outbox: it holds the backlog and starts workflows as the engine has ro
 
   it('leaves a message whose start failed in the outbox, for the next pass', async () => {
     const [id] = await store('live', 1);
-    engine.rooms = { live: 5, test: 5 };
+    engine.rooms = { 'live:transactional': 5 };
     const start = engine.start.bind(engine);
     engine.start = async () => {
       throw new Error('engine unavailable');

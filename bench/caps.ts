@@ -1,0 +1,173 @@
+import type { Logger } from 'pino';
+import type { Service } from '../server/service';
+import type { Clock } from '../core/clock';
+import { createDomain, createKey, createOrganization } from '../core/provisioning';
+import { benchOrganization } from './org';
+
+export interface ParkResult {
+  messages: number;
+  parkSeconds: number;
+  parkedPerSecond: number;
+  /** Row updates on `emails` while parking, per parked message (pg_stat_user_tables). */
+  updatesPerMessage: number;
+  releaseSeconds: number;
+  releasedPerSecond: number;
+  /** Resident memory before the release and its peak during it, MiB. */
+  rssBeforeMiB: number;
+  rssPeakMiB: number;
+}
+
+export interface PickupResult {
+  backlog: number;
+  sends: number;
+  p50: number;
+  p99: number;
+  max: number;
+  /** Bulk messages that left during the measurement (the backlog was draining, not stalled). */
+  bulkSent: number;
+}
+
+/** A clock the bench moves ahead to simulate the UTC day turn. */
+export class BenchClock implements Clock {
+  aheadMs = 0;
+  now(): Date {
+    return new Date(Date.now() + this.aheadMs);
+  }
+}
+
+const percentile = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const mib = (n: number) => n / 2 ** 20;
+
+/** `n` live queued messages of one recipient each from `domainId`, inserted in one statement each (rows only, as the API stores them). */
+async function seed(
+  service: Service,
+  q: { orgId: string; keyId: string; domainId: string; domain: string; stream: string; n: number },
+): Promise<void> {
+  const sql = service.db.orm.em.fork().getConnection();
+  await sql.execute(
+    `
+with e as (
+  insert into emails (id, organization_id, api_key_id, domain_id, from_address, to_addresses, subject, text, mode, status,
+                      message_id, created_at, updated_at, stream)
+  select id, ?, ?, ?, 'bench@' || ?, jsonb_build_array('r' || g || '@example.com'), 'Parked', 'hello', 'live', 'queued',
+         '<' || id || '@' || ? || '>', now() + g * interval '1 microsecond', now(), ?
+    from (select svc_uuidv7() as id, g from generate_series(1, ?) g) s
+  returning id, to_addresses
+)
+insert into recipients (id, email_id, address, field, state, attempts, updated_at)
+select svc_uuidv7(), e.id, e.to_addresses->>0, 'to', 'pending', 0, now() from e`,
+    [q.orgId, q.keyId, q.domainId, q.domain, q.domain, q.stream, q.n],
+  );
+}
+
+async function count(service: Service, sql: string, params: unknown[] = []): Promise<number> {
+  const [row] = await service.db.orm.em.fork().getConnection().execute(sql, params);
+  return Number(Object.values(row)[0]);
+}
+
+/**
+ * Parks `n` messages behind an organization cap that is already spent, then turns the simulated
+ * day and releases them: parking is the outbox's reserve statement per message (one row update
+ * on `emails` each), release the release step's paged statements. Measured from the first kick
+ * to the last row changed; RSS sampled every 50 ms during the release.
+ */
+export async function benchPark(service: Service, clock: BenchClock, log: Logger, n: number): Promise<ParkResult> {
+  const orm = service.db.orm;
+  const org = await createOrganization(orm, 'Bench caps', 'standard');
+  const domain = await createDomain(orm, org.id, 'caps.bench.test', { verified: true, warmup: false });
+  const key = await createKey(orm, org.id, { name: 'k', permission: 'send', mode: 'live', rateLimit: 1000 });
+  const sql = orm.em.fork().getConnection();
+  // A cap of 1, taken by the first message: every other one parks.
+  await sql.execute(`update organizations set daily_send_cap = 1 where id = ?`, [org.id]);
+  log.info({ messages: n }, 'caps: seeding queued messages');
+  await seed(service, { orgId: org.id, keyId: key.key.id, domainId: domain.id, domain: domain.name, stream: 'transactional', n });
+  await sql.execute(`analyze emails`);
+  const updatesBefore = await count(service, `select n_tup_upd from pg_stat_user_tables where relname = 'emails'`);
+  log.info('caps: parking');
+  const t0 = Date.now();
+  service.kickOutbox();
+  while ((await count(service, `select count(*) from emails where organization_id = ? and waiting_reason is not null`, [org.id])) < n - 1) {
+    await sleep(200);
+  }
+  const parkSeconds = (Date.now() - t0) / 1000;
+  // The statistics collector lags a little behind the commits.
+  await sleep(1000);
+  const updates = (await count(service, `select n_tup_upd from pg_stat_user_tables where relname = 'emails'`)) - updatesBefore;
+
+  // The day turns; the cap is lifted (0: none on a service plan) so the new day admits them all.
+  await sql.execute(`update organizations set daily_send_cap = 0 where id = ?`, [org.id]);
+  clock.aheadMs += 86_400_000;
+  const rssBefore = process.memoryUsage().rss;
+  let rssPeak = rssBefore;
+  const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, process.memoryUsage().rss)), 50);
+  log.info('caps: releasing at the simulated day turn');
+  const t1 = Date.now();
+  const woke = await service.capRelease.releaseNow();
+  const releaseSeconds = (Date.now() - t1) / 1000;
+  clearInterval(sampler);
+  if (woke !== n - 1) throw new Error(`released ${woke} of ${n - 1}`);
+  return {
+    messages: n - 1,
+    parkSeconds,
+    parkedPerSecond: (n - 1) / parkSeconds,
+    updatesPerMessage: updates / (n - 1),
+    releaseSeconds,
+    releasedPerSecond: woke / releaseSeconds,
+    rssBeforeMiB: mib(rssBefore),
+    rssPeakMiB: mib(rssPeak),
+  };
+}
+
+/**
+ * Transactional pickup behind a bulk backlog: `backlog` bulk messages queued (seeded), then one
+ * transactional send through the API every 250 ms; each is timed from acceptance to its `sent`
+ * event (pickup, the claim and one SMTP transaction to the loopback relay), at the platform send
+ * rate the service runs with.
+ */
+export async function benchPickup(service: Service, log: Logger, backlog: number, sends: number): Promise<PickupResult> {
+  const orm = service.db.orm;
+  const org = await benchOrganization(orm, 'Bench streams');
+  const bulk = await createDomain(orm, org.id, 'news.bench.test', { verified: true, stream: 'bulk', warmup: false });
+  await createDomain(orm, org.id, 'app.bench.test', { verified: true, warmup: false });
+  const key = await createKey(orm, org.id, { name: 'k', permission: 'send', mode: 'live', rateLimit: 1000 });
+  log.info({ backlog }, 'streams: seeding the bulk backlog');
+  await seed(service, { orgId: org.id, keyId: key.key.id, domainId: bulk.id, domain: bulk.name, stream: 'bulk', n: backlog });
+  service.kickOutbox();
+  await sleep(2000);
+  const bulkBefore = await count(service, `select count(*) from emails where domain_id = ? and status <> 'queued'`, [bulk.id]);
+  log.info({ sends }, 'streams: transactional sends behind the backlog');
+  const ids: string[] = [];
+  for (let i = 0; i < sends; i++) {
+    const res = await fetch(`${service.url}/api/v1/emails`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ from: 'app@app.bench.test', to: `t${i}@example.com`, subject: 'Receipt', text: 'hi' }),
+    });
+    if (!res.ok) throw new Error(`POST /emails: ${res.status} ${await res.text()}`);
+    ids.push(((await res.json()) as { id: string }).id);
+    await sleep(250);
+  }
+  const deadline = Date.now() + 60_000;
+  let latencies: number[] = [];
+  while (Date.now() < deadline) {
+    const rows = await orm.em
+      .fork()
+      .getConnection()
+      .execute<{ ms: number }[]>(
+        `select extract(epoch from (ev.at - e.created_at)) * 1000 as ms
+           from emails e join email_events ev on ev.email_id = e.id and ev.type = 'sent'
+          where e.id = any(?::uuid[])`,
+        [`{${ids.join(',')}}`],
+      );
+    latencies = rows.map((r) => Number(r.ms));
+    if (latencies.length === ids.length) break;
+    await sleep(250);
+  }
+  if (latencies.length < ids.length) throw new Error(`only ${latencies.length} of ${ids.length} transactional messages were sent`);
+  const bulkSent = (await count(service, `select count(*) from emails where domain_id = ? and status <> 'queued'`, [bulk.id])) - bulkBefore;
+  return { backlog, sends, p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: Math.max(...latencies), bulkSent };
+}

@@ -1,0 +1,71 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { KeyMode, Plan, Stream } from '../entities';
+
+/** A message the outbox claimed, with what its daily allowances depend on. */
+export interface OutboxRow {
+  id: string;
+  mode: KeyMode;
+  stream: Stream;
+  status: string;
+  organization_id: string;
+  domain_id: string;
+  /** The day whose allowances it already took (a pass that crashed after reserving). */
+  reserved_on: string | null;
+  plan: Plan;
+  daily_send_cap: number | null;
+  warmup_stage: number | null;
+  warmup_checked_on: string | null;
+}
+
+/**
+ * Claims up to `limit` messages of one mode and stream that are due (scheduled time, or creation,
+ * at or before `now`), oldest due first, FOR UPDATE SKIP LOCKED so several outboxes share the
+ * work. Parked messages are not in emails_outbox_idx, so a parked backlog costs these claims
+ * nothing; neither does mail scheduled for later (the range scan stops at `now`).
+ */
+export async function claimOutbox(
+  em: EntityManager,
+  q: { mode: KeyMode; stream: Stream; now: Date; limit: number; /** Rows this transaction already claimed. */ exclude?: string[] },
+): Promise<OutboxRow[]> {
+  if (q.limit <= 0) return [];
+  return em.getConnection().execute<OutboxRow[]>(
+    `
+with c as (
+  select id from emails
+   where enqueued_at is null and waiting_reason is null and mode = ? and stream = ?
+     and coalesce(scheduled_at, created_at) <= ? and id <> all(?::uuid[])
+   order by coalesce(scheduled_at, created_at), id
+   limit ?
+   for update skip locked
+)
+select e.id, e.mode, e.stream, e.status, e.organization_id, e.domain_id, e.reserved_on::text as reserved_on,
+       o.plan, o.daily_send_cap, d.warmup_stage, d.warmup_checked_on::text as warmup_checked_on
+  from c join emails e on e.id = c.id
+  join organizations o on o.id = e.organization_id
+  join domains d on d.id = e.domain_id
+ order by coalesce(e.scheduled_at, e.created_at), e.id`,
+    [q.mode, q.stream, q.now, `{${(q.exclude ?? []).join(',')}}`, q.limit],
+    'all',
+    em.getTransactionContext(),
+  );
+}
+
+/** Whether any message of a mode and stream is due and waiting in the outbox (a full queue's check). */
+export async function outboxHasDue(em: EntityManager, q: { mode: KeyMode; stream: Stream; now: Date }): Promise<boolean> {
+  const rows = await em.getConnection().execute(
+    `select 1 from emails where enqueued_at is null and waiting_reason is null and mode = ? and stream = ?
+        and coalesce(scheduled_at, created_at) <= ? limit 1`,
+    [q.mode, q.stream, q.now],
+    'all',
+    em.getTransactionContext(),
+  );
+  return rows.length > 0;
+}
+
+/** Marks started messages: they leave the outbox. */
+export async function markEnqueued(em: EntityManager, ids: string[], at: Date): Promise<void> {
+  if (ids.length === 0) return;
+  await em
+    .getConnection()
+    .execute(`update emails set enqueued_at = ? where id = any(?::uuid[])`, [at, `{${ids.join(',')}}`], 'run', em.getTransactionContext());
+}

@@ -1,0 +1,291 @@
+import assert from 'node:assert/strict';
+import pino from 'pino';
+import { openOrm, migrate, type Orm } from '../../db/orm';
+import { Domain, Email, Organization, type KeyMode, type Plan } from '../../db/entities';
+import type { Clock } from '../../core/clock';
+import { createDomain, createKey, createOrganization } from '../../core/provisioning';
+import { acceptEmails } from '../../core/emails/accept';
+import { GroupStore } from '../../core/emails/group-store';
+import { prepareEmail } from '../../core/emails/prepare';
+import { ServiceError } from '../../core/errors';
+import { hashToken } from '../../core/tokens';
+import { nextUtcMidnight, utcDay } from '../../core/limits/caps';
+import { Outbox } from '../../worker/outbox';
+import { SendCaps } from '../../worker/send-caps';
+import { newDatabase } from '../support/pg';
+import { RoomEngine } from '../support/room-engine';
+
+const DAY_MS = 86_400_000;
+
+/**
+ * The daily caps at dispatch, on a real database with the outbox and the release step, under a
+ * clock the test steps across UTC midnight. The engine is a recorder: what the outbox starts is
+ * what would be sent. Each test runs on its own simulated days, so the platform's counter (one
+ * per day for the whole database) starts empty for it.
+ */
+describe('Daily send caps: reserve at dispatch, park, release when the UTC day turns', function () {
+  this.timeout(60_000);
+  let orm: Orm;
+  const silent = pino({ level: 'silent' });
+  let dayOffset = 0;
+
+  before(async () => {
+    orm = await openOrm(await newDatabase('svc_caps'));
+    await migrate(orm);
+  });
+  after(async () => orm.close());
+
+  /** A clock a few seconds before a UTC midnight some days ahead (a fresh platform day per test). */
+  function steppedClock(): Clock & { aheadMs: number; day(): string } {
+    dayOffset += 3;
+    const now = Date.now();
+    const beforeMidnight = nextUtcMidnight(new Date(now + dayOffset * DAY_MS)).getTime() - 5_000;
+    return {
+      aheadMs: beforeMidnight - now,
+      now() {
+        return new Date(Date.now() + this.aheadMs);
+      },
+      day() {
+        return utcDay(this.now());
+      },
+    };
+  }
+
+  interface Setup {
+    orgId: string;
+    domains: Domain[];
+    keys: Record<KeyMode, string>;
+    clock: ReturnType<typeof steppedClock>;
+    engine: RoomEngine;
+    caps: SendCaps;
+    outbox: Outbox;
+  }
+
+  async function setup(
+    opts: { plan?: Plan; cap?: number | null; platform?: number; domains?: number; warmup?: boolean } = {},
+  ): Promise<Setup> {
+    const org = await createOrganization(orm, `Caps ${Date.now()}`, opts.plan ?? 'standard');
+    if (opts.cap !== undefined) await orm.em.fork().nativeUpdate(Organization, { id: org.id }, { dailySendCap: opts.cap });
+    const domains: Domain[] = [];
+    for (let i = 0; i < (opts.domains ?? 1); i++) {
+      domains.push(
+        await createDomain(orm, org.id, `d${i}-${org.id.slice(-12)}.example.test`, { verified: true, warmup: opts.warmup ?? true }),
+      );
+    }
+    const keys = { live: '', test: '' } as Record<KeyMode, string>;
+    for (const mode of ['live', 'test'] as const) {
+      keys[mode] = hashToken((await createKey(orm, org.id, { name: mode, permission: 'send', mode, rateLimit: 1000 })).token);
+    }
+    const clock = steppedClock();
+    const engine = new RoomEngine();
+    engine.rooms = null;
+    const caps = new SendCaps({ platformDailyCap: opts.platform ?? 0, clock, log: silent });
+    return { orgId: org.id, domains, keys, clock, engine, caps, outbox: new Outbox(orm, engine, silent, { caps, clock }) };
+  }
+
+  async function send(s: Setup, n: number, opts: { mode?: KeyMode; domain?: number; recipients?: number } = {}): Promise<string[]> {
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const to = Array.from({ length: opts.recipients ?? 1 }, (_, k) => `r${i}-${k}@example.com`);
+      const prepared = prepareEmail(
+        { from: `app@${s.domains[opts.domain ?? 0].name}`, to, subject: 's', text: 't' },
+        { inBatch: false, now: new Date() },
+      );
+      const [r] = await acceptEmails(
+        { orm, dispatch: () => undefined, store: new GroupStore(orm, silent) },
+        { tokenHash: s.keys[opts.mode ?? 'live'] },
+        [prepared],
+        {
+          cost: 1,
+        },
+      );
+      if (r instanceof ServiceError || typeof r === 'symbol') assert.fail(String(r));
+      ids.push(r.id);
+    }
+    return ids;
+  }
+
+  /** Outbox passes until nothing due is left (parked mail is not due). */
+  async function drain(s: Setup): Promise<void> {
+    for (let i = 0; i < 20; i++) {
+      const pass = await s.outbox.runOnce();
+      if (!pass.more) return;
+    }
+  }
+
+  const started = (s: Setup) => s.engine.started.map((j) => j.emailId);
+  const waiting = async (ids: string[]) =>
+    (await orm.em.fork().find(Email, { id: { $in: ids } }, { orderBy: { createdAt: 'asc', id: 'asc' } })).map((e) => [
+      e.id,
+      e.waitingReason,
+    ]);
+  async function used(scope: string, scopeId: string, day: string): Promise<number | null> {
+    const [row] = await orm.em
+      .fork()
+      .getConnection()
+      .execute(`select used from send_counters where scope = ? and scope_id = ? and day = ?::date`, [scope, scopeId, day]);
+    return row ? Number(row.used) : null;
+  }
+
+  it('the organization cap parks what does not fit (still queued, with when its day turns); the day turn releases it in creation order', async () => {
+    const s = await setup({ plan: 'free', cap: 3 });
+    const ids = await send(s, 5);
+    await drain(s);
+    assert.deepEqual(started(s), ids.slice(0, 3));
+    assert.deepEqual(await waiting(ids), [
+      [ids[0], null],
+      [ids[1], null],
+      [ids[2], null],
+      [ids[3], 'organization_daily_cap'],
+      [ids[4], 'organization_daily_cap'],
+    ]);
+    const parked = await orm.em.fork().findOneOrFail(Email, { id: ids[3] });
+    assert.equal(parked.status, 'queued');
+    assert.equal(parked.waitingUntil?.toISOString(), nextUtcMidnight(s.clock.now()).toISOString());
+    assert.equal(await used('organization', s.orgId, s.clock.day()), 3);
+
+    // Same day: a release pass wakes nothing, and nothing more starts.
+    assert.equal(await s.caps.release(orm), 0);
+    await drain(s);
+    assert.equal(started(s).length, 3);
+
+    // The clock crosses midnight: the release wakes the parked mail, oldest first, and the outbox reserves it on the new day.
+    s.clock.aheadMs += 10_000;
+    assert.equal(await s.caps.release(orm), 2);
+    await drain(s);
+    assert.deepEqual(started(s), ids);
+    assert.deepEqual(await waiting(ids.slice(3)), [
+      [ids[3], null],
+      [ids[4], null],
+    ]);
+    assert.equal(await used('organization', s.orgId, s.clock.day()), 2);
+  });
+
+  it('the domain cap (warm-up stage 1: 200 a day) counts each recipient and holds only that domain; the lowest cap wins', async () => {
+    const s = await setup({ domains: 2 });
+    const first = await send(s, 5, { recipients: 50 });
+    const other = await send(s, 2, { domain: 1, recipients: 50 });
+    await drain(s);
+    assert.deepEqual(started(s).sort(), [...first.slice(0, 4), ...other].sort(), 'the other domain goes on');
+    assert.deepEqual((await waiting(first)).at(-1), [first[4], 'domain_daily_cap']);
+    assert.equal(await used('domain', s.domains[0].id, s.clock.day()), 200);
+    assert.equal(await used('organization', s.orgId, s.clock.day()), 300);
+
+    // The organization's cap, lower than what the domain has left, now stops mail first.
+    const low = await setup({ plan: 'free', domains: 1 });
+    const many = await send(low, 2, { recipients: 50 });
+    const last = await send(low, 1, { recipients: 50 });
+    await drain(low);
+    assert.deepEqual(started(low), many);
+    assert.deepEqual(await waiting(last), [[last[0], 'organization_daily_cap']]);
+  });
+
+  it('the platform cap holds every organization; a message that does not fit takes nothing from any counter', async () => {
+    const s = await setup({ platform: 3 });
+    const ids = await send(s, 3);
+    const big = await send(s, 1, { recipients: 2 });
+    await drain(s);
+    assert.deepEqual(started(s), ids);
+    assert.deepEqual(await waiting(big), [[big[0], 'platform_daily_cap']]);
+    assert.equal(await used('organization', s.orgId, s.clock.day()), 3, 'the parked message took nothing');
+    assert.equal(await used('domain', s.domains[0].id, s.clock.day()), 3);
+  });
+
+  it('test mail ignores every cap and counts toward none', async () => {
+    const s = await setup({ plan: 'free', cap: 1, platform: 1 });
+    const ids = await send(s, 3, { mode: 'test' });
+    await drain(s);
+    assert.deepEqual(started(s), ids);
+    assert.equal(await used('organization', s.orgId, s.clock.day()), null);
+  });
+
+  it('a canceled parked message leaves the park and is never reserved', async () => {
+    const s = await setup({ plan: 'free', cap: 1 });
+    const [sent, parked] = await send(s, 2);
+    await drain(s);
+    assert.deepEqual(started(s), [sent]);
+    // What POST /emails/:id/cancel does (test/api/caps.test.ts runs it through the API).
+    await orm.em
+      .fork()
+      .nativeUpdate(Email, { id: parked, status: 'queued' }, { status: 'canceled', waitingReason: null, waitingUntil: null });
+    await drain(s);
+    s.clock.aheadMs += 10_000;
+    await s.caps.release(orm);
+    await drain(s);
+    const row = await orm.em.fork().findOneOrFail(Email, { id: parked });
+    assert.equal(row.status, 'canceled');
+    assert.equal(row.reservedOn, null);
+    assert.equal(await used('organization', s.orgId, s.clock.day()), null, 'nothing reserved on the new day');
+  });
+
+  it('warm-up moves up one stage after a good day, and not after a day with 3% hard bounces', async () => {
+    const s = await setup({ domains: 2 });
+    await send(s, 2, { recipients: 50 });
+    const bad = await send(s, 2, { domain: 1, recipients: 50 });
+    await drain(s);
+    assert.equal(started(s).length, 4);
+    // Three hard bounces on the second domain's 100 recipients of that day.
+    for (const address of ['r0-0@example.com', 'r0-1@example.com', 'r0-2@example.com']) {
+      await orm.em
+        .fork()
+        .getConnection()
+        .execute(
+          `insert into email_events (email_id, organization_id, type, recipient, at, bounce_type) values (?, ?, 'bounced', ?, now(), 'hard')`,
+          [bad[0], s.orgId, address],
+        );
+    }
+    // Next UTC day, first dispatch: the rule runs once per domain.
+    s.clock.aheadMs += 10_000;
+    await send(s, 1);
+    await send(s, 1, { domain: 1 });
+    await drain(s);
+    const stages = await orm.em.fork().find(Domain, { id: { $in: s.domains.map((d) => d.id) } });
+    const stageOf = (id: string) => stages.find((d) => d.id === id)!.warmupStage;
+    assert.equal(stageOf(s.domains[0].id), 2, '100 of 200 sent, no bounces: stage 2 (500 a day)');
+    assert.equal(stageOf(s.domains[1].id), 1, '3% hard bounces: stays at stage 1');
+
+    // A day under half its stage does not advance either: the first domain sent 1 of 500 today.
+    s.clock.aheadMs += DAY_MS;
+    await send(s, 1);
+    await drain(s);
+    assert.equal((await orm.em.fork().findOneOrFail(Domain, { id: s.domains[0].id })).warmupStage, 2);
+  });
+
+  it('parking takes no queue room: one pass parks a capped backlog, and the log says the cap was reached once', async () => {
+    const s = await setup({ plan: 'free', cap: 1 });
+    const lines: { msg: string; reason?: string }[] = [];
+    const log = pino({ level: 'info' }, { write: (l: string) => lines.push(JSON.parse(l)) });
+    s.caps = new SendCaps({ platformDailyCap: 0, clock: s.clock, log });
+    s.outbox = new Outbox(orm, s.engine, silent, { caps: s.caps, clock: s.clock });
+    s.engine.room = async () => 2;
+    const ids = await send(s, 30);
+    await s.outbox.runOnce();
+    assert.deepEqual(started(s), ids.slice(0, 1));
+    assert.equal((await waiting(ids)).filter(([, r]) => r === 'organization_daily_cap').length, 29);
+    await send(s, 3);
+    await drain(s);
+    assert.deepEqual(
+      lines.filter((l) => l.msg.startsWith('daily send cap reached')).map((l) => l.reason),
+      ['organization_daily_cap'],
+    );
+  });
+
+  it('counters stay exact when several outboxes (two connection pools) reserve at once', async () => {
+    const s = await setup({ plan: 'free', cap: 37, warmup: false });
+    const ids = await send(s, 60);
+    const other = await openOrm(orm.config.get('clientUrl')!);
+    // Each pass claims 3 messages (SKIP LOCKED: disjoint ones), so 20 passes reserve against the same counters at once.
+    s.engine.room = async () => 3;
+    try {
+      const outboxes = [s.outbox, new Outbox(other, s.engine, silent, { caps: s.caps, clock: s.clock })];
+      await Promise.all(Array.from({ length: 20 }, (_, i) => outboxes[i % 2].runOnce()));
+      await drain(s);
+    } finally {
+      await other.close();
+    }
+    assert.equal(new Set(started(s)).size, 37);
+    assert.equal(started(s).length, 37, 'each started once');
+    assert.equal(await used('organization', s.orgId, s.clock.day()), 37);
+    assert.equal((await waiting(ids)).filter(([, r]) => r === 'organization_daily_cap').length, 23);
+  });
+});
