@@ -12,6 +12,7 @@ import { hashToken } from '../../core/tokens';
 import { nextUtcMidnight, utcDay } from '../../core/limits/caps';
 import { Outbox } from '../../worker/outbox';
 import { SendCaps } from '../../worker/send-caps';
+import { PLATFORM_SCOPE_ID } from '../../db/sql/reserve-send';
 import { newDatabase } from '../support/pg';
 import { RoomEngine } from '../support/room-engine';
 
@@ -34,6 +35,10 @@ describe('Daily send caps: reserve at dispatch, park, release when the UTC day t
     await migrate(orm);
   });
   after(async () => orm.close());
+  beforeEach(async () => {
+    // Each test starts with nothing waiting: the outbox and the release see every organization.
+    await orm.em.fork().nativeUpdate(Email, {}, { enqueuedAt: new Date(), waitingReason: null, waitingUntil: null });
+  });
 
   /** A clock a few seconds before a UTC midnight some days ahead (a fresh platform day per test). */
   function steppedClock(): Clock & { aheadMs: number; day(): string } {
@@ -170,6 +175,12 @@ describe('Daily send caps: reserve at dispatch, park, release when the UTC day t
     assert.deepEqual((await waiting(first)).at(-1), [first[4], 'domain_daily_cap']);
     assert.equal(await used('domain', s.domains[0].id, s.clock.day()), 200);
     assert.equal(await used('organization', s.orgId, s.clock.day()), 300);
+    // The next day the domain's held message goes out.
+    s.clock.aheadMs += 10_000;
+    assert.equal(await s.caps.release(orm), 1);
+    await drain(s);
+    assert.ok(started(s).includes(first[4]));
+    assert.equal(await used('domain', s.domains[0].id, s.clock.day()), 50);
 
     // The organization's cap, lower than what the domain has left, now stops mail first.
     const low = await setup({ plan: 'free', domains: 1 });
@@ -178,6 +189,30 @@ describe('Daily send caps: reserve at dispatch, park, release when the UTC day t
     await drain(low);
     assert.deepEqual(started(low), many);
     assert.deepEqual(await waiting(last), [[last[0], 'organization_daily_cap']]);
+
+  });
+
+  it('a scheduled message due on a capped day parks like any other, and goes out the day after', async () => {
+    const s = await setup({ plan: 'free', cap: 1 });
+    const [now] = await send(s, 1);
+    const due = new Date(s.clock.now().getTime() + 1_000);
+    const prepared = prepareEmail(
+      { from: `app@${s.domains[0].name}`, to: 'later@example.com', subject: 's', text: 't', scheduled_at: due.toISOString() },
+      { inBatch: false, now: s.clock.now() },
+    );
+    const [r] = await acceptEmails({ orm, dispatch: () => undefined, store: new GroupStore(orm, silent) }, { tokenHash: s.keys.live }, [prepared], {
+      cost: 1,
+    });
+    if (r instanceof ServiceError || typeof r === 'symbol') assert.fail(String(r));
+    await drain(s);
+    assert.deepEqual(started(s), [now], 'not due yet: it waits in the outbox');
+    s.clock.aheadMs += 2_000;
+    await drain(s);
+    assert.deepEqual(await waiting([r.id]), [[r.id, 'organization_daily_cap']]);
+    s.clock.aheadMs += 10_000;
+    await s.caps.release(orm);
+    await drain(s);
+    assert.deepEqual(started(s), [now, r.id]);
   });
 
   it('the platform cap holds every organization; a message that does not fit takes nothing from any counter', async () => {
@@ -189,6 +224,11 @@ describe('Daily send caps: reserve at dispatch, park, release when the UTC day t
     assert.deepEqual(await waiting(big), [[big[0], 'platform_daily_cap']]);
     assert.equal(await used('organization', s.orgId, s.clock.day()), 3, 'the parked message took nothing');
     assert.equal(await used('domain', s.domains[0].id, s.clock.day()), 3);
+    s.clock.aheadMs += 10_000;
+    assert.equal(await s.caps.release(orm), 1);
+    await drain(s);
+    assert.deepEqual(started(s), [...ids, ...big]);
+    assert.equal(await used('platform', PLATFORM_SCOPE_ID, s.clock.day()), 2);
   });
 
   it('test mail ignores every cap and counts toward none', async () => {
