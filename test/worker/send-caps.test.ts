@@ -189,7 +189,6 @@ describe('Daily send caps: reserve at dispatch, park, release when the UTC day t
     await drain(low);
     assert.deepEqual(started(low), many);
     assert.deepEqual(await waiting(last), [[last[0], 'organization_daily_cap']]);
-
   });
 
   it('a scheduled message due on a capped day parks like any other, and goes out the day after', async () => {
@@ -200,9 +199,14 @@ describe('Daily send caps: reserve at dispatch, park, release when the UTC day t
       { from: `app@${s.domains[0].name}`, to: 'later@example.com', subject: 's', text: 't', scheduled_at: due.toISOString() },
       { inBatch: false, now: s.clock.now() },
     );
-    const [r] = await acceptEmails({ orm, dispatch: () => undefined, store: new GroupStore(orm, silent) }, { tokenHash: s.keys.live }, [prepared], {
-      cost: 1,
-    });
+    const [r] = await acceptEmails(
+      { orm, dispatch: () => undefined, store: new GroupStore(orm, silent) },
+      { tokenHash: s.keys.live },
+      [prepared],
+      {
+        cost: 1,
+      },
+    );
     if (r instanceof ServiceError || typeof r === 'symbol') assert.fail(String(r));
     await drain(s);
     assert.deepEqual(started(s), [now], 'not due yet: it waits in the outbox');
