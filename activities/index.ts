@@ -1,13 +1,14 @@
 import type { SendEmailActivities } from '../workflows/send-email';
 import type { DomainVerificationActivities } from '../workflows/domain-verification';
 import type { WebhookDeliveryActivities } from '../workflows/webhook-delivery';
+import type { WebhookFirstAttemptsActivities } from '../workflows/webhook-first-attempts';
 import type { DnsResolver } from '../core/domains/dns';
 import { createSendEmailActivities, type SendEmailDeps } from './send-email';
 import { createDomainVerificationActivities } from './domain-verification';
 import { createWebhookDeliveryActivities, type WebhookDeliveryDeps } from './webhook-delivery';
 
 /** Every activity of every workflow in workflows/index.ts. A new workflow adds its contract here. */
-export type Activities = SendEmailActivities & DomainVerificationActivities & WebhookDeliveryActivities;
+export type Activities = SendEmailActivities & DomainVerificationActivities & WebhookDeliveryActivities & WebhookFirstAttemptsActivities;
 export type ActivityDeps = SendEmailDeps & WebhookDeliveryDeps & { dns: DnsResolver };
 
 /** Every activity the workflows call, built from narrow dependencies. */

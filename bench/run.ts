@@ -470,8 +470,8 @@ ${audience.reads.lists
 
 ## Webhook deliveries
 
-One endpoint on a loopback receiver that answers 200 at once, signed as in production, with the
-embedded engine's WebhookDelivery workflow per delivery. Burst: ${webhooks.burst.deliveries.toLocaleString('en-US')} \`email.queued\` events written in
+One endpoint on a loopback receiver that answers 200 at once, signed as in production, on the
+embedded engine: first attempts in WebhookFirstAttempts batches (one run per dispatcher pass). Burst: ${webhooks.burst.deliveries.toLocaleString('en-US')} \`email.queued\` events written in
 one statement (the fan-out trigger adds the deliveries), timed from the events to the last arrival. Steady: one
 send per ${f(1000 / webhooks.steady.rate, 0)} ms for ${SECONDS} s, each timed from its event's \`created_at\` to its POST's arrival.
 

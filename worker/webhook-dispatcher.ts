@@ -3,6 +3,8 @@ import type { Logger } from 'pino';
 import type { Orm } from '../db/orm';
 import { claimWebhookDeliveries, unclaimWebhookDeliveries } from '../db/sql/claim-webhook-deliveries';
 import { webhookDelivery, webhookDeliveryWorkflowId, type WebhookDeliveryInput } from '../workflows/webhook-delivery';
+import { webhookFirstAttempts, type WebhookFirstAttemptsInput } from '../workflows/webhook-first-attempts';
+import { uuidv7 } from '../db/ids';
 import type { Engine } from './engine';
 import { Poller } from './poller';
 
@@ -26,8 +28,9 @@ export interface WebhookDispatcherOptions {
 /**
  * The webhook outbox. The fan-out triggers insert deliveries in the transaction that recorded
  * their event and NOTIFY `svc_webhooks` at its commit; this LISTENs on its own connection, claims
- * the deliveries (db/sql/claim-webhook-deliveries.ts, which marks them started) and starts a
- * WebhookDelivery run for each. A run that fails to start is given back at once; one lost to a
+ * the deliveries (db/sql/claim-webhook-deliveries.ts, which marks them started) and starts their
+ * runs: one WebhookFirstAttempts batch for the first attempts, a WebhookDelivery run for each
+ * delivery that is further along. A run that fails to start is given back at once; one lost to a
  * crash is claimed again when long overdue. Starting a run twice is a no-op (the workflow id
  * names delivery and run).
  */
@@ -62,21 +65,46 @@ export class WebhookDispatcher {
     this.poller.kick();
   }
 
-  /** One claim-and-start pass; answers how many deliveries it claimed. */
+  /**
+   * One claim-and-start pass; answers how many deliveries it claimed. First attempts go out in
+   * WebhookFirstAttempts batches (one run and one durable step for up to BATCH deliveries); a
+   * delivery handed back after a failed first attempt, or claimed again after a crash, gets its
+   * own WebhookDelivery run from the attempt it is at.
+   */
   async runOnce(): Promise<number> {
     const rows = await claimWebhookDeliveries(this.orm, this.opts.concurrencyPerEndpoint * WINDOW_PER_SLOT, BATCH);
     const failed: string[] = [];
-    await Promise.all(
-      rows.map(async (d) => {
-        const input: WebhookDeliveryInput = { deliveryId: d.id, run: d.run };
-        try {
-          await this.engine.start(webhookDelivery, webhookDeliveryWorkflowId(d.id, d.run), input);
-        } catch (err) {
-          failed.push(d.id);
-          this.log.error({ err, deliveryId: d.id }, 'could not start WebhookDelivery; retried on the next pass');
-        }
-      }),
-    );
+    const first = rows.filter((d) => d.run_attempts === 0);
+    const later = rows.filter((d) => d.run_attempts > 0);
+    const starts = later.map(async (d) => {
+      const input: WebhookDeliveryInput = {
+        deliveryId: d.id,
+        run: d.run,
+        fromAttempt: d.run_attempts,
+        ...(d.next_attempt_ms !== null ? { nextAttemptAtMs: d.next_attempt_ms } : {}),
+      };
+      try {
+        await this.engine.start(webhookDelivery, webhookDeliveryWorkflowId(d.id, d.run), input);
+      } catch (err) {
+        failed.push(d.id);
+        this.log.error({ err, deliveryId: d.id }, 'could not start WebhookDelivery; retried on the next pass');
+      }
+    });
+    if (first.length > 0) {
+      starts.push(
+        (async () => {
+          const input: WebhookFirstAttemptsInput = { deliveries: first.map((d) => ({ deliveryId: d.id, run: d.run })) };
+          try {
+            // A fresh id per batch: a delivery claimed again (after a crash) is in a new batch, never a no-op start.
+            await this.engine.start(webhookFirstAttempts, `webhook-first:${uuidv7()}`, input);
+          } catch (err) {
+            failed.push(...first.map((d) => d.id));
+            this.log.error({ err, deliveries: first.length }, 'could not start WebhookFirstAttempts; retried on the next pass');
+          }
+        })(),
+      );
+    }
+    await Promise.all(starts);
     await unclaimWebhookDeliveries(this.orm, failed);
     return rows.length;
   }

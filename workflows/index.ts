@@ -2,8 +2,9 @@ import type { AnyWorkflowDef } from './definition';
 import { sendEmail } from './send-email';
 import { domainVerification } from './domain-verification';
 import { webhookDelivery } from './webhook-delivery';
+import { webhookFirstAttempts } from './webhook-first-attempts';
 
-export { sendEmail, domainVerification, webhookDelivery };
+export { sendEmail, domainVerification, webhookDelivery, webhookFirstAttempts };
 
 /** Every workflow, as the engines register them. A new workflow adds one line here (and one in temporal/index.ts). */
-export const WORKFLOWS: readonly AnyWorkflowDef[] = [sendEmail, domainVerification, webhookDelivery];
+export const WORKFLOWS: readonly AnyWorkflowDef[] = [sendEmail, domainVerification, webhookDelivery, webhookFirstAttempts];

@@ -25,6 +25,12 @@ export const WEBHOOK_RETRY_DELAYS_MS = [
 export interface WebhookDeliveryInput {
   deliveryId: string;
   run: number;
+  /**
+   * A delivery whose first attempt a WebhookFirstAttempts batch made: the attempts made so far
+   * (its schedule goes on from there), and when the next one is due. Absent: from the first.
+   */
+  fromAttempt?: number;
+  nextAttemptAtMs?: number;
 }
 
 // The activity contract: activities/webhook-delivery.ts implements it.
@@ -69,7 +75,10 @@ export async function webhookDeliveryWorkflow(
   ctx: WorkflowContext<WebhookDeliveryActivities>,
   input: WebhookDeliveryInput,
 ): Promise<WebhookDeliveryResult> {
-  for (let attempt = 0; ; attempt++) {
+  const first = input.fromAttempt ?? 0;
+  // Handed back after a failed first attempt: wait out the schedule's delay before the next.
+  if (first > 0 && input.nextAttemptAtMs !== undefined) await ctx.waitForSignal(WAKE_SIGNAL, input.nextAttemptAtMs);
+  for (let attempt = first; ; attempt++) {
     const retryInMs = WEBHOOK_RETRY_DELAYS_MS[attempt] ?? null;
     const result = await ctx.activities.attemptWebhookDelivery({ deliveryId: input.deliveryId, run: input.run, retryInMs });
     if (result.outcome !== 'retry') return { status: result.outcome, attempts: attempt + 1 };

@@ -55,6 +55,8 @@ export class WebhookDelivery {
   status: DeliveryStatus = 'pending';
   attempts = 0;
   run = 1;
+  /** Attempts in the current run: 0 means the dispatcher gives it a batched first attempt. */
+  runAttempts = 0;
   lastStatusCode: number | null = null;
   lastError: string | null = null;
   lastResponse: string | null = null;
@@ -76,6 +78,7 @@ export const WebhookDeliverySchema = new EntitySchema<WebhookDelivery>({
     status: { type: 'text' },
     attempts: { type: 'integer' },
     run: { type: 'integer' },
+    runAttempts: { type: 'integer' },
     lastStatusCode: { type: 'integer', nullable: true },
     lastError: { type: 'text', nullable: true },
     lastResponse: { type: 'text', nullable: true },

@@ -10,6 +10,7 @@ import { Migration20261126000000_webhooks } from './Migration20261126000000_webh
 import { Migration20261127000000_email_source } from './Migration20261127000000_email_source';
 import { Migration20261128000000_bounces } from './Migration20261128000000_bounces';
 import { Migration20261129000000_send_caps } from './Migration20261129000000_send_caps';
+import { Migration20261130000000_webhook_batches } from './Migration20261130000000_webhook_batches';
 
 /** Listed explicitly so migrations run the same from TypeScript sources and from any bundle. */
 export const migrationsList: MigrationObject[] = [
@@ -24,4 +25,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261127000000_email_source', class: Migration20261127000000_email_source },
   { name: 'Migration20261128000000_bounces', class: Migration20261128000000_bounces },
   { name: 'Migration20261129000000_send_caps', class: Migration20261129000000_send_caps },
+  { name: 'Migration20261130000000_webhook_batches', class: Migration20261130000000_webhook_batches },
 ];

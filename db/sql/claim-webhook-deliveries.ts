@@ -4,6 +4,10 @@ import { runPrepared, type PreparedStatement } from '../prepared';
 export interface ClaimedDelivery {
   id: string;
   run: number;
+  /** Attempts made in this run: 0 for a first attempt (batched), more for one handed back after it. */
+  run_attempts: number;
+  /** When its next attempt is due (epoch ms). */
+  next_attempt_ms: number | null;
 }
 
 /** A run started this long ago whose attempt is this overdue was lost (a crash between claim and start). */
@@ -21,7 +25,7 @@ const LOST_AFTER = `interval '15 minutes'`;
  * once it is long overdue (starting a run that exists is a no-op, so this never runs one twice).
  */
 const CLAIM: PreparedStatement = {
-  name: 'claim_webhook_deliveries_v1',
+  name: 'claim_webhook_deliveries_v2',
   text: `
     with fresh as (
       select c.id
@@ -47,7 +51,7 @@ const CLAIM: PreparedStatement = {
     update webhook_deliveries d set enqueued_at = now()
       from (select id from fresh union select id from lost) c
      where d.id = c.id
-    returning d.id, d.run`,
+    returning d.id, d.run, d.run_attempts, (extract(epoch from d.next_attempt_at) * 1000)::float8 as next_attempt_ms`,
 };
 
 export function claimWebhookDeliveries(orm: Orm, window: number, limit: number): Promise<ClaimedDelivery[]> {

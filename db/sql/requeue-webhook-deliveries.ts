@@ -19,7 +19,7 @@ export function requeueWebhookDeliveries(
     'deliveryId' in where ? ['id = ?', where.deliveryId] : [`status = 'failed' and created_at >= ?`, where.failedSince];
   return em.execute<Requeued[]>(
     `with u as (
-       update webhook_deliveries set run = run + 1, status = 'pending', next_attempt_at = now(), enqueued_at = null, updated_at = now()
+       update webhook_deliveries set run = run + 1, run_attempts = 0, status = 'pending', next_attempt_at = now(), enqueued_at = null, updated_at = now()
         where endpoint_id = ? and organization_id = ? and ${filter}
        returning id, run - 1 as previous_run
      )

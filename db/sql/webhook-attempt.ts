@@ -5,6 +5,8 @@ import { runPrepared, type PreparedStatement } from '../prepared';
 export interface AttemptRow {
   status: string;
   run: number;
+  /** Attempts made in this run (a batch's first attempt counts). */
+  run_attempts: number;
   endpoint_id: string;
   url: string;
   enabled: boolean;
@@ -15,9 +17,9 @@ export interface AttemptRow {
 }
 
 const LOAD: PreparedStatement = {
-  name: 'load_webhook_attempt_v1',
+  name: 'load_webhook_attempt_v2',
   text: `
-    select d.status, d.run, d.endpoint_id, w.url, w.enabled, w.secret_enc,
+    select d.status, d.run, d.run_attempts, d.endpoint_id, w.url, w.enabled, w.secret_enc,
            case when w.previous_secret_until > now() then w.previous_secret_enc end as previous_secret_enc,
            e.payload::text as body
       from webhook_deliveries d
@@ -45,6 +47,11 @@ export interface AttemptRecord {
   response: string | null;
   /** Wait before the next attempt after a failure; null: this was the last one. */
   retryInMs: number | null;
+  /**
+   * A batch's first attempt: when it failed with attempts left, the delivery goes back to the
+   * dispatcher (enqueued_at cleared), which continues it as a WebhookDelivery run.
+   */
+  handBack?: boolean;
 }
 
 export interface RecordedAttempt {
@@ -53,6 +60,8 @@ export interface RecordedAttempt {
   /** Why this attempt disabled the endpoint (`gone`, `failing`), or null. */
   disabled: string | null;
   endpoint_id: string;
+  /** Given back to the dispatcher (a batch's first attempt that failed with attempts left). */
+  handed_back: boolean;
 }
 
 /**
@@ -63,17 +72,19 @@ export interface RecordedAttempt {
  * by every concurrent attempt, is not touched on the hot path.
  */
 const RECORD: PreparedStatement = {
-  name: 'record_webhook_attempt_v1',
+  name: 'record_webhook_attempt_v2',
   text: `
     with d as (
       update webhook_deliveries set
         attempts = attempts + $3::boolean::int,
+        run_attempts = run_attempts + 1,
+        enqueued_at = case when $10 and not ($4 or $9::int is null or $5) then null else enqueued_at end,
         status = case when $4 then 'succeeded' when $9::int is null or $5 then 'failed' else 'pending' end,
         last_status_code = $6, last_error = $7, last_response = $8,
         next_attempt_at = case when $4 or $9::int is null or $5 then null else now() + make_interval(secs => $9::int / 1000.0) end,
         updated_at = now()
        where id = $1 and run = $2 and status = 'pending'
-      returning endpoint_id, status, next_attempt_at
+      returning endpoint_id, status, next_attempt_at, enqueued_at
     ), c as (
       select w.id, w.organization_id, w.failing_since,
              case when not $3 or $4 or not w.enabled then null
@@ -96,7 +107,8 @@ const RECORD: PreparedStatement = {
         from c where c.disabling is not null
     )
     select d.status, (extract(epoch from d.next_attempt_at) * 1000)::float8 as next_attempt_ms,
-           (select c.disabling from c) as disabled, d.endpoint_id
+           (select c.disabling from c) as disabled, d.endpoint_id, d.enqueued_at is null as handed_back,
+           case when d.enqueued_at is null then pg_notify('svc_webhooks', '') end as notified
       from d`,
 };
 
@@ -112,6 +124,7 @@ export async function recordWebhookAttempt(orm: Orm, r: AttemptRecord): Promise<
     r.error,
     r.response,
     r.retryInMs,
+    r.handBack ?? false,
   ]);
   return row ?? null;
 }

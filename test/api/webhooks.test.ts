@@ -12,6 +12,7 @@ import { GroupStore } from '../../core/emails/group-store';
 import { WEBHOOK_EVENTS } from '../../core/webhooks/events';
 import { DBOS } from '@dbos-inc/dbos-sdk';
 import { webhookDeliveryWorkflowId } from '../../workflows/webhook-delivery';
+import { createWebhookDeliveryActivities } from '../../activities/webhook-delivery';
 
 let hooks = 0;
 
@@ -215,7 +216,8 @@ describe('API: signed webhooks', function () {
         return d.status === 'succeeded' ? d : undefined;
       }, 'the retry');
       assert.equal(done.attempts, 2);
-      // The same path as the Temporal replay fixture: two attempts around the 5 s wait.
+      // The same path as the Temporal replay fixtures: the first attempt in a WebhookFirstAttempts
+      // batch, which hands the delivery back; a WebhookDelivery run waits the 5 s and makes the second.
       const runId = webhookDeliveryWorkflowId(done.id, 1);
       const status = await waitFor(async () => {
         const st = await DBOS.getWorkflowStatus(runId);
@@ -223,7 +225,7 @@ describe('API: signed webhooks', function () {
       }, 'the run to end');
       assert.deepEqual(status.output, { status: 'succeeded', attempts: 2 });
       const steps = ((await DBOS.listWorkflowSteps(runId)) ?? []).map((st) => st.name).filter((n) => n === 'attemptWebhookDelivery');
-      assert.equal(steps.length, 2);
+      assert.equal(steps.length, 1, 'the run made the second attempt only');
       const got = receiver.at(hook.path);
       assert.equal(got.length, 2);
       assert.equal(got[0].headers['webhook-id'], got[1].headers['webhook-id']);
@@ -232,6 +234,40 @@ describe('API: signed webhooks', function () {
     } finally {
       receiver.respond = () => 200;
     }
+  });
+
+  it('a batch step run again (after a crash) skips the deliveries it already attempted: no second POST', async () => {
+    const hook = await register({ events: ['email.sent'] });
+    receiver.respond = (r) => (r.path === hook.path ? 500 : 200);
+    try {
+      await sendTest(`rerun-${Date.now()}@example.com`);
+      const handedBack = await waitFor(
+        async () => (await deliveries(hook.id)).data.find((d: any) => d.attempts === 1 && d.status === 'pending'),
+        'a failed first attempt',
+      );
+      // The batch's activity as the engine would run it again on recovery, with the same input.
+      const posts: string[] = [];
+      const activities = createWebhookDeliveryActivities({
+        orm: env.service.db.orm,
+        webhooks: {
+          post: async (_e, url) => {
+            posts.push(url);
+            return { statusCode: 200, error: null, body: '' };
+          },
+          close: () => undefined,
+        },
+        secrets: { encrypt: (x) => x, decrypt: (x) => x },
+        clock: { now: () => new Date() },
+        log: pino({ level: 'silent' }),
+      });
+      const again = await activities.attemptWebhookBatch({ deliveries: [{ deliveryId: handedBack.id, run: 1 }], retryInMs: 5_000 });
+      assert.deepEqual(again, { succeeded: 0, failed: 0, handedBack: 0, skipped: 1 });
+      assert.deepEqual(posts, []);
+      assert.equal(receiver.at(hook.path).length, 1);
+    } finally {
+      receiver.respond = () => 200;
+    }
+    await t.call('DELETE', `/api/v1/webhooks/${hook.id}`, { as: 'admin' });
   });
 
   it('410 Gone disables the endpoint at once, audit-logged with the reason; it then gets no new deliveries', async () => {

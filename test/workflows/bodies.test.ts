@@ -7,7 +7,9 @@ import {
   WAKE_SIGNAL,
   WEBHOOK_RETRY_DELAYS_MS,
   type WebhookDeliveryActivities,
+  type WebhookDeliveryInput,
 } from '../../workflows/webhook-delivery';
+import { webhookFirstAttemptsWorkflow, type WebhookFirstAttemptsActivities } from '../../workflows/webhook-first-attempts';
 import type { SendEmailActivities, ClaimResult, LoadForSendResult } from '../../workflows/send-email';
 
 /** A deterministic in-memory context: virtual clock, scripted signals, recorded activity calls. */
@@ -147,7 +149,10 @@ describe('Workflow body: DomainVerification', () => {
 });
 
 describe('Workflow body: WebhookDelivery', () => {
-  function run(outcomes: ('fail' | 'succeeded' | 'stopped' | 'gone')[], opts: { wakeAt?: number } = {}) {
+  function run(
+    outcomes: ('fail' | 'succeeded' | 'stopped' | 'gone')[],
+    opts: { wakeAt?: number; input?: Partial<WebhookDeliveryInput> } = {},
+  ) {
     let clock = 0;
     const waits: number[] = [];
     const asked: (number | null)[] = [];
@@ -172,7 +177,7 @@ describe('Workflow body: WebhookDelivery', () => {
         },
       },
     };
-    return { result: webhookDeliveryWorkflow(ctx, { deliveryId: 'd1', run: 1 }), waits, asked };
+    return { result: webhookDeliveryWorkflow(ctx, { deliveryId: 'd1', run: 1, ...opts.input }), waits, asked };
   }
 
   it('follows the schedule 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, then fails after the eighth attempt', async () => {
@@ -191,5 +196,32 @@ describe('Workflow body: WebhookDelivery', () => {
     const woken = run(['fail', 'fail', 'stopped'], { wakeAt: 6_000 });
     assert.deepEqual(await woken.result, { status: 'stopped', attempts: 3 });
     assert.deepEqual(woken.waits, [5_000, 1_000]);
+  });
+
+  it('handed back after a batched first attempt: waits until its next attempt is due, then goes on from the second delay', async () => {
+    const r = run(['fail', 'succeeded'], { input: { fromAttempt: 1, nextAttemptAtMs: 4_000 } });
+    assert.deepEqual(await r.result, { status: 'succeeded', attempts: 3 });
+    assert.deepEqual(r.waits, [4_000, 300_000]);
+    assert.deepEqual(r.asked, WEBHOOK_RETRY_DELAYS_MS.slice(1, 3));
+  });
+});
+
+describe('Workflow body: WebhookFirstAttempts', () => {
+  it("makes every first attempt in one activity call, with the schedule's first delay for the hand-back", async () => {
+    const calls: unknown[] = [];
+    const ctx: WorkflowContext<WebhookFirstAttemptsActivities> = {
+      now: async () => 0,
+      sleepUntil: async () => assert.fail('a batch never waits'),
+      waitForSignal: async () => assert.fail('a batch never waits'),
+      activities: {
+        attemptWebhookBatch: async (req) => {
+          calls.push(req);
+          return { succeeded: 2, failed: 0, handedBack: 1, skipped: 0 };
+        },
+      },
+    };
+    const deliveries = [1, 2, 3].map((i) => ({ deliveryId: `d${i}`, run: 1 }));
+    assert.deepEqual(await webhookFirstAttemptsWorkflow(ctx, { deliveries }), { succeeded: 2, failed: 0, handedBack: 1, skipped: 0 });
+    assert.deepEqual(calls, [{ deliveries, retryInMs: WEBHOOK_RETRY_DELAYS_MS[0] }]);
   });
 });

@@ -10,6 +10,7 @@ import { SEND_EMAIL_WORKFLOW } from '../../workflows/send-email';
 import { DOMAIN_VERIFICATION_WORKFLOW } from '../../workflows/domain-verification';
 import { HistoryBuilder } from '../support/temporal-history';
 import { WEBHOOK_DELIVERY_WORKFLOW, WAKE_SIGNAL } from '../../workflows/webhook-delivery';
+import { WEBHOOK_FIRST_ATTEMPTS_WORKFLOW } from '../../workflows/webhook-first-attempts';
 import { TASK_QUEUE } from '../support/send-email-scenarios';
 
 const silent = { warn() {}, info() {}, debug() {}, trace() {}, error() {}, log() {} };
@@ -119,6 +120,67 @@ describe('Temporal engine: bundled workflows replayed through the real worker', 
       await Worker.runReplayHistory({ workflowBundle: bundle }, webhookHistory(kind).history(), `replay-webhook-${kind}`);
     });
   }
+
+  /** Handed back by a batch after a failed first attempt: waits until due, then the second attempt; wrong: no wait. */
+  function handedBackHistory(wrong: boolean): HistoryBuilder {
+    const id = '019a0000-0000-7000-8000-0000000000w2';
+    const start = Date.UTC(2026, 10, 22, 12, 0, 0);
+    const due = start + 4_000;
+    const h = new HistoryBuilder(WEBHOOK_DELIVERY_WORKFLOW, TASK_QUEUE, [
+      { deliveryId: id, run: 1, fromAttempt: 1, nextAttemptAtMs: due, transportRetryBaseSeconds: 30 },
+    ]).workflowTask();
+    if (!wrong) {
+      const t = h.startTimer(due - h.now);
+      h.advance(due - h.now)
+        .fireTimer(t)
+        .workflowTask();
+    }
+    const second = h.scheduleActivity('attemptWebhookDelivery', [{ deliveryId: id, run: 1, retryInMs: 300_000 }]);
+    h.advance(30).completeActivity(second, { outcome: 'succeeded' });
+    return h.workflowTask().complete({ status: 'succeeded', attempts: 2 });
+  }
+
+  it('replays WebhookDelivery handed back by a batch: the wait until due, then the second attempt', async () => {
+    await Worker.runReplayHistory({ workflowBundle: bundle }, handedBackHistory(false).history(), 'replay-webhook-handed-back');
+  });
+
+  it('fails with a determinism error on a handed-back WebhookDelivery history without the wait', async () => {
+    await assert.rejects(
+      Worker.runReplayHistory({ workflowBundle: bundle }, handedBackHistory(true).history(), 'wrong-webhook-handed-back'),
+      DeterminismViolationError,
+    );
+  });
+
+  /** One activity with every first attempt; wrong: a timer before it, which the body never starts. */
+  function firstAttemptsHistory(wrong: boolean): HistoryBuilder {
+    const deliveries = ['019a0000-0000-7000-8000-0000000000b1', '019a0000-0000-7000-8000-0000000000b2'].map((deliveryId) => ({
+      deliveryId,
+      run: 1,
+    }));
+    const h = new HistoryBuilder(WEBHOOK_FIRST_ATTEMPTS_WORKFLOW, TASK_QUEUE, [
+      { deliveries, transportRetryBaseSeconds: 30 },
+    ]).workflowTask();
+    if (wrong) {
+      const t = h.startTimer(1_000);
+      h.advance(1_000).fireTimer(t).workflowTask();
+    }
+    const batch = h.scheduleActivity('attemptWebhookBatch', [{ deliveries, retryInMs: 5_000 }]);
+    const tally = { succeeded: 1, failed: 0, handedBack: 1, skipped: 0 };
+    h.advance(40).completeActivity(batch, tally);
+    return h.workflowTask().complete(tally);
+  }
+
+  it('replays WebhookFirstAttempts: one batch activity, then done', async () => {
+    assert.equal(typeof (temporalWorkflows as Record<string, unknown>)[WEBHOOK_FIRST_ATTEMPTS_WORKFLOW], 'function');
+    await Worker.runReplayHistory({ workflowBundle: bundle }, firstAttemptsHistory(false).history(), 'replay-webhook-first');
+  });
+
+  it('fails with a determinism error on a WebhookFirstAttempts history with a timer the body never starts', async () => {
+    await assert.rejects(
+      Worker.runReplayHistory({ workflowBundle: bundle }, firstAttemptsHistory(true).history(), 'wrong-webhook-first'),
+      DeterminismViolationError,
+    );
+  });
 
   it('fails with a determinism error on a WebhookDelivery history without the wait between attempts', async () => {
     await assert.rejects(
