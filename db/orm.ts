@@ -2,6 +2,7 @@ import { MikroORM, type Options } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import { entities } from './entities';
 import { migrationsList } from './migrations';
+import { LOCKS, withAdvisoryLock } from './advisory-lock';
 
 export type Orm = MikroORM;
 
@@ -24,8 +25,10 @@ export async function openOrm(clientUrl: string, poolSize = 10): Promise<Orm> {
   return MikroORM.init(ormOptions(clientUrl, poolSize));
 }
 
-/** Applies the committed migrations; returns the names applied now. */
+/** Applies the committed migrations (one process at a time, db/advisory-lock.ts); returns the names applied now. */
 export async function migrate(orm: Orm): Promise<string[]> {
-  const applied = await orm.getMigrator().up();
-  return applied.map((m) => m.name);
+  return withAdvisoryLock(orm.config.get('clientUrl')!, LOCKS.migrations, async () => {
+    const applied = await orm.getMigrator().up();
+    return applied.map((m) => m.name);
+  });
 }

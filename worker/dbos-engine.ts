@@ -7,6 +7,7 @@ import { QUEUES, type QueueName } from '../workflows/definition';
 import { WORKFLOWS } from '../workflows';
 import type { Stream } from '../db/entities';
 import type { Engine } from './engine';
+import { LOCKS, withAdvisoryLock } from '../db/advisory-lock';
 
 export interface DbosEngineOptions {
   databaseUrl: string;
@@ -111,7 +112,8 @@ export async function startDbosEngine(opts: DbosEngineOptions): Promise<Engine> 
       error: (m) => log.error(m as object),
     },
   });
-  await DBOS.launch();
+  // DBOS creates and migrates its schema at launch; processes launching together take turns.
+  await withAdvisoryLock(opts.databaseUrl, LOCKS.engineLaunch, () => DBOS.launch());
   // Queues decouple acceptance from execution: the API only records the start; workers dispatch
   // at a bounded concurrency, so a burst of sends never starves the API of CPU or connections.
   for (const [name, q] of Object.entries(QUEUES)) {

@@ -37,9 +37,9 @@ describe('Daily caps across two processes, and the operator commands', function 
       await waitHealthy(base, child);
       return base;
     };
-    // One after the other: the first applies the migrations.
-    const a = await start();
-    const b = await start();
+    // Both at once on a fresh database: the migrations run under an advisory lock, so one applies
+    // them and the other waits and finds nothing left to do.
+    const [a, b] = await Promise.all([start(), start()]);
 
     const org = await svcJson(['org', 'create', '--name', 'Caps', '--plan', 'free'], common);
     const plan = await svcJson(['org', 'plan', org.id, 'standard'], common);
