@@ -74,8 +74,17 @@ function rejections(list: SmtpErrorShape['rejectedErrors'] = []): RecipientRejec
 
 const headerAddress = (a: HeaderAddress): Mail.Address => ({ name: a.name ?? '', address: a.address });
 
-export function createSmtpMailer(url: string, finalDestination: boolean): Mailer {
-  const transport = nodemailer.createTransport(url, { disableFileAccess: true, disableUrlAccess: true });
+/**
+ * The relay (or the dev inbox) over a pool of `connections` SMTP connections kept open between
+ * messages: a connection per message cost more than the message (the relay's greeting, its
+ * reverse lookup of us, EHLO; about 100 ms on loopback against 11 ms pooled). One transaction
+ * per message (or per recipient, VERP) still; a broken connection fails only the transaction on it.
+ */
+export function createSmtpMailer(url: string, finalDestination: boolean, connections = 8): Mailer {
+  const transport = nodemailer.createTransport(
+    { url, pool: true, maxConnections: connections },
+    { disableFileAccess: true, disableUrlAccess: true },
+  );
   return {
     finalDestination,
     async send(msg) {

@@ -19,6 +19,7 @@ import { parseVariables } from '../core/templates/variables';
 import { benchAudienceReads, UPSERT_BODY, AUDIENCE_CONTACTS, type AudienceResult } from './audience';
 import { benchWebhooks, type WebhookBenchResult } from './webhooks';
 import { BenchClock, benchPark, benchPickup, type ParkResult, type PickupResult } from './caps';
+import { benchDrain, countingSink, smtpCeiling, type DrainResult } from './drain';
 import type { Clock } from '../core/clock';
 import { Client } from 'pg';
 import { SMTPServer } from 'smtp-server';
@@ -33,7 +34,7 @@ const INTERLEAVED_ROUNDS = 4;
 const ROUND_SECONDS = SECONDS / INTERLEAVED_ROUNDS;
 /**
  * For iterating on one path: BENCH_ONLY=live-single, test-single, live-batch, test-batch, template
- * (live single sends plain and with templates), audience, webhooks, relay or caps measures the baseline and that phase only
+ * (live single sends plain and with templates), audience, webhooks, relay, caps or drain measures the baseline and that phase only
  * (BENCHMARKS.md is not written).
  */
 const ONLY = process.env.BENCH_ONLY;
@@ -45,6 +46,8 @@ const PARKED = Number(process.env.BENCH_PARKED || 100_000);
 /** The bulk backlog transactional pickup is measured behind, and how many transactional sends are timed. */
 const BULK_BACKLOG = Number(process.env.BENCH_BULK_BACKLOG || 10_000);
 const PICKUP_SENDS = Number(process.env.BENCH_PICKUP_SENDS || 60);
+/** The backlog of the drain phase (live, then test mode). */
+const DRAIN_MESSAGES = Number(process.env.BENCH_DRAIN_MESSAGES || 2_000);
 
 interface Result {
   requests: number;
@@ -180,7 +183,7 @@ async function main() {
    * database: a phase leaves a backlog of hundreds of thousands of rows, and autovacuum working
    * through them would take CPU from the phases after it.
    */
-  const startBenchService = async (database: string, opts: { clock?: Clock } = {}) => {
+  const startBenchService = async (database: string, opts: { clock?: Clock; smtpPort?: number; sendRatePerSecond?: number } = {}) => {
     const service = await startService(
       {
         ...readConfig({}),
@@ -190,7 +193,8 @@ async function main() {
         dataDir,
         logLevel: 'warn',
         dbPoolSize: POOL,
-        smtpUrl: `smtp://127.0.0.1:${relayPort}`,
+        smtpUrl: `smtp://127.0.0.1:${opts.smtpPort ?? relayPort}`,
+        ...(opts.sendRatePerSecond ? { sendRatePerSecond: opts.sendRatePerSecond } : {}),
         smtpRelay: { ...readConfig({}).smtpRelay!, port: 0 },
         inboundSmtpPort: 0,
         platformDailyCap: 0,
@@ -357,6 +361,25 @@ async function main() {
     await streamService.stop();
     return { park, pickup };
   };
+  /** A backlog drained to a counting sink, beside what a pooled nodemailer client gets from the same sink. */
+  const runDrain = async (): Promise<DrainResult> => {
+    const sink = await countingSink();
+    const connections = readConfig({}).workerConcurrency;
+    log.info({ messages: DRAIN_MESSAGES, connections }, 'drain: the ceiling (pooled nodemailer to the counting sink)');
+    const ceiling = await smtpCeiling(sink.port, DRAIN_MESSAGES, connections);
+    const service = await startBenchService('bench_service_drain', { smtpPort: sink.port, sendRatePerSecond: 100_000 });
+    const r = await benchDrain(service, sink, log, DRAIN_MESSAGES, ceiling);
+    await service.stop();
+    await sink.close();
+    return r;
+  };
+  if (ONLY === 'drain') {
+    const d = await runDrain();
+    log.info({ base: base.rps, ...d, liveOfCeiling: d.livePerSecond / d.ceilingPerSecond }, 'BENCH_ONLY: drain measured');
+    await new Promise<void>((resolve) => relay.close(() => resolve()));
+    if (pg) await pg.stop();
+    return;
+  }
   if (ONLY === 'caps') {
     const c = await runCaps();
     log.info({ base: base.rps, ...c }, 'BENCH_ONLY: caps measured');
@@ -392,7 +415,8 @@ async function main() {
   const webhooks = ONLY ? null : await runWebhooks();
   const smtpRelay = ONLY ? null : await runRelay();
   const caps = ONLY ? null : await runCaps();
-  if (!live || !test || !audience || !webhooks || !smtpRelay || !caps) {
+  const drain = ONLY ? null : await runDrain();
+  if (!live || !test || !audience || !webhooks || !smtpRelay || !caps || !drain) {
     await new Promise<void>((resolve) => relay.close(() => resolve()));
     if (pg) await pg.stop();
     return;
@@ -499,6 +523,19 @@ send every 250 ms through the API, each timed from acceptance to its \`sent\` ev
 | Transactional pickup p99 behind ${caps.pickup.backlog.toLocaleString('en-US')} bulk | ${f(caps.pickup.p99, 0)} ms | < 1,000 ms |
 | Transactional pickup, slowest | ${f(caps.pickup.max, 0)} ms | |
 | Bulk messages sent meanwhile (the backlog drains at the send rate) | ${caps.pickup.bulkSent} | |
+
+## Delivery drain
+
+${drain.messages.toLocaleString('en-US')} messages accepted through \`POST /emails/batch\` as fast as the key allows, timed from the first
+acceptance until the last left, with \`SEND_RATE_PER_SECOND\` lifted; live mail to a loopback SMTP sink that only counts, test mail
+to its final status. The ceiling: the same sink filled by one pooled nodemailer transport with as many connections
+(${readConfig({}).workerConcurrency}) as \`WORKER_CONCURRENCY\`, in the same run. Issue 20's goals are listed; nothing here is tuned for them yet.
+
+| Measure | Result | Goal (issue 20) |
+|---|---|---|
+| Ceiling: pooled nodemailer to the sink | ${f(drain.ceilingPerSecond, 0)} messages/s | |
+| Live drain | ${f(drain.livePerSecond, 1)} messages/s (${f(drain.liveSeconds)} s), ${f((drain.livePerSecond / drain.ceilingPerSecond) * 100, 0)}% of the ceiling | ≥ 80% and ≥ 300/s |
+| Test-mode drain | ${f(drain.testPerSecond, 1)} messages/s (${f(drain.testSeconds)} s) | ≥ 1,000/s |
 `;
   fs.writeFileSync(path.join(__dirname, '..', 'BENCHMARKS.md'), md);
   process.stdout.write(md);

@@ -179,8 +179,8 @@ async function worker(): Promise<void> {
   const workerOrm = db.orm;
   // Without SMTP_URL, relay into the dev inbox that `svc start` runs on DEV_SMTP_PORT.
   const mailer = config.smtpUrl
-    ? createSmtpMailer(config.smtpUrl, false)
-    : createSmtpMailer(`smtp://127.0.0.1:${config.devSmtpPort}`, true);
+    ? createSmtpMailer(config.smtpUrl, false, config.workerConcurrency)
+    : createSmtpMailer(`smtp://127.0.0.1:${config.devSmtpPort}`, true, config.workerConcurrency);
   const webhooks = createWebhookHttp(webhookHttpOptions(config));
   const activities = createActivities({
     orm: workerOrm,

@@ -126,7 +126,9 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       log: log.child({ component: 'executor' }),
       onLost: opts.onExecutorLost ?? (() => process.exit(70)),
     });
-    mailer ??= inbox ? createSmtpMailer(`smtp://127.0.0.1:${inbox.port}`, true) : createSmtpMailer(config.smtpUrl!, false);
+    mailer ??= inbox
+      ? createSmtpMailer(`smtp://127.0.0.1:${inbox.port}`, true, config.workerConcurrency)
+      : createSmtpMailer(config.smtpUrl!, false, config.workerConcurrency);
     const activities = createActivities({
       orm: workerOrm,
       mailer,

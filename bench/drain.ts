@@ -1,0 +1,159 @@
+import nodemailer from 'nodemailer';
+import { SMTPServer } from 'smtp-server';
+import type { Logger } from 'pino';
+import type { Service } from '../server/service';
+import { createDomain, createKey } from '../core/provisioning';
+import { benchOrganization } from './org';
+
+/** How fast a backlog leaves, against what the same sink takes from a plain pooled client. */
+export interface DrainResult {
+  messages: number;
+  /** A pooled nodemailer client (the same number of connections) filling the sink directly. */
+  ceilingPerSecond: number;
+  liveSeconds: number;
+  livePerSecond: number;
+  testSeconds: number;
+  testPerSecond: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** An SMTP sink on loopback that only counts messages. */
+export async function countingSink(): Promise<{ port: number; count: () => number; reset: () => void; close: () => Promise<void> }> {
+  let n = 0;
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS', 'AUTH'],
+    logger: false,
+    onData: (stream, _s, cb) => {
+      stream.resume();
+      stream.on('end', () => {
+        n += 1;
+        cb();
+      });
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  return {
+    port: (server.server.address() as { port: number }).port,
+    count: () => n,
+    reset: () => {
+      n = 0;
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** The sink's ceiling: `n` messages through one pooled nodemailer transport of `connections`. */
+export async function smtpCeiling(port: number, n: number, connections: number): Promise<number> {
+  const transport = nodemailer.createTransport({
+    host: '127.0.0.1',
+    port,
+    secure: false,
+    ignoreTLS: true,
+    pool: true,
+    maxConnections: connections,
+  });
+  const t0 = Date.now();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: connections * 2 }, async () => {
+      while (next < n) {
+        const i = next++;
+        await transport.sendMail({
+          from: 'bench@bench.test',
+          to: `r${i}@example.com`,
+          subject: 'Ceiling',
+          text: 'hello',
+          html: '<p>hello</p>',
+        });
+      }
+    }),
+  );
+  const seconds = (Date.now() - t0) / 1000;
+  transport.close();
+  return n / seconds;
+}
+
+/**
+ * A backlog of `n` messages accepted through the API (batches of 100, as fast as the key allows),
+ * timed from the first acceptance until the last one left: live ones counted at the sink, test
+ * ones by their final status. The service runs with SEND_RATE_PER_SECOND lifted.
+ */
+export async function benchDrain(
+  service: Service,
+  sink: { count: () => number; reset: () => void },
+  log: Logger,
+  n: number,
+  ceiling: number,
+): Promise<DrainResult> {
+  const orm = service.db.orm;
+  const org = await benchOrganization(orm, 'Bench drain');
+  await createDomain(orm, org.id, 'drain.bench.test', { verified: true, warmup: false });
+  const keys = {
+    live: (await createKey(orm, org.id, { name: 'live', permission: 'send', mode: 'live', rateLimit: 1000 })).token,
+    test: (await createKey(orm, org.id, { name: 'test', permission: 'send', mode: 'test', rateLimit: 1000 })).token,
+  };
+  const accept = async (mode: 'live' | 'test') => {
+    for (let b = 0; b < n / 100; b++) {
+      const body = Array.from({ length: 100 }, (_, i) => ({
+        from: 'bench@drain.bench.test',
+        to: `${mode}-${b}-${i}@example.com`,
+        subject: 'Drain',
+        text: 'hello',
+        html: '<p>hello</p>',
+      }));
+      for (;;) {
+        const res = await fetch(`${service.url}/api/v1/emails/batch`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${keys[mode]}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+        if (res.status === 429) {
+          await sleep(100);
+          continue;
+        }
+        if (!res.ok) throw new Error(`batch: ${res.status} ${await res.text()}`);
+        break;
+      }
+    }
+  };
+  const finished = async (mode: string) => {
+    const [row] = await orm.em
+      .fork()
+      .getConnection()
+      .execute(`select count(*)::int as n from emails where organization_id = ? and mode = ? and status not in ('queued', 'sending')`, [
+        org.id,
+        mode,
+      ]);
+    return Number(row.n);
+  };
+  const until = async (done: () => Promise<boolean>, what: string) => {
+    const deadline = Date.now() + 15 * 60_000;
+    while (!(await done())) {
+      if (Date.now() > deadline) throw new Error(`drain: ${what} did not finish in 15 minutes`);
+      await sleep(100);
+    }
+  };
+
+  log.info({ messages: n }, 'drain: live backlog to the counting sink');
+  sink.reset();
+  let t0 = Date.now();
+  await accept('live');
+  await until(async () => sink.count() >= n, 'live');
+  const liveSeconds = (Date.now() - t0) / 1000;
+
+  log.info({ messages: n }, 'drain: test-mode backlog');
+  t0 = Date.now();
+  await accept('test');
+  await until(async () => (await finished('test')) >= n, 'test');
+  const testSeconds = (Date.now() - t0) / 1000;
+  return {
+    messages: n,
+    ceilingPerSecond: ceiling,
+    liveSeconds,
+    livePerSecond: n / liveSeconds,
+    testSeconds,
+    testPerSecond: n / testSeconds,
+  };
+}
