@@ -158,14 +158,19 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     executor.takeOver({ internalQueue: DBOS_INTERNAL_QUEUE, applicationName: APPLICATION_NAME });
   }
   const timing = verificationTiming(config);
-  const caps = new SendCaps({ platformDailyCap: config.platformDailyCap, clock, log: log.child({ component: 'send-caps' }) });
+  const caps = new SendCaps({
+    orm: workerOrm,
+    platformDailyCap: config.platformDailyCap,
+    clock,
+    log: log.child({ component: 'send-caps' }),
+  });
   const outbox = new Outbox(workerOrm, engine, log.child({ component: 'outbox' }), {
     confirmationWindowMs: config.temporal?.confirmationWindowMs ?? 0,
     caps,
     clock,
   });
   outbox.start();
-  const capRelease = new CapRelease(workerOrm, caps, {
+  const capRelease = new CapRelease(caps, {
     clock,
     log: log.child({ component: 'cap-release' }),
     intervalMs: CAP_RELEASE_INTERVAL_MS,

@@ -98,40 +98,44 @@ export class Outbox {
   }
 
   /**
-   * One claim-reserve-start-mark pass. Per lane it claims until the engine's room is filled or
-   * BATCH messages were looked at: parked messages take no room, so a capped backlog is parked
-   * BATCH at a time without waiting for the queue.
+   * One pass: per lane, claim-reserve-start-mark chunks until the engine's room is filled or
+   * BATCH messages were looked at. Parked messages take no room, so a capped backlog is parked
+   * BATCH at a time without waiting for the queue. Each chunk is its own transaction, so the
+   * counter locks one transaction takes follow one global order (see SendCaps.admit): concurrent
+   * passes queue on a counter but never deadlock.
    */
   async runOnce(): Promise<Pass> {
     const rooms = await Promise.all(LANES.map((l) => this.engine.room(QUEUE_OF[l.mode], l.stream)));
-    return this.orm.em.fork().transactional(async (em) => {
-      const now = this.clock.now();
-      const pass: Pass = { more: false, full: false };
-      const rows: OutboxRow[] = [];
-      for (const [i, lane] of LANES.entries()) {
-        let room = rooms[i] ?? BATCH;
-        if (room <= 0) {
-          if (await outboxHasDue(em, { ...lane, now })) pass.full = true;
-          continue;
-        }
-        let examined = 0;
-        while (room > 0 && examined < BATCH) {
-          const limit = Math.min(room, BATCH - examined);
-          // Rows this transaction claimed are locked by it, so SKIP LOCKED would not skip them.
-          const claimed = await claimOutbox(em, { ...lane, now, limit, exclude: rows.map((r) => r.id) });
-          examined += claimed.length;
-          // Test mail never touches the caps; live mail starts only with its allowances reserved.
-          const start = lane.mode === 'live' && this.opts.caps ? new Set(await this.opts.caps.admit(em, claimed, now)) : null;
-          const admitted = start ? claimed.filter((r) => start.has(r.id)) : claimed;
-          rows.push(...admitted);
-          room -= admitted.length;
-          if (claimed.length < limit) break;
-          if (room <= 0) pass.full = examined < BATCH;
-        }
-        if (examined >= BATCH) pass.more = true;
+    const now = this.clock.now();
+    const pass: Pass = { more: false, full: false };
+    for (const [i, lane] of LANES.entries()) {
+      let room = rooms[i] ?? BATCH;
+      if (room <= 0) {
+        if (await outboxHasDue(this.orm.em.fork(), { ...lane, now })) pass.full = true;
+        continue;
       }
-      if (rows.length === 0) return pass;
+      let examined = 0;
+      while (room > 0 && examined < BATCH) {
+        const limit = Math.min(room, BATCH - examined);
+        const chunk = await this.chunk(lane, now, limit);
+        examined += chunk.claimed;
+        room -= chunk.started;
+        if (chunk.claimed < limit) break;
+        if (room <= 0) pass.full = examined < BATCH;
+      }
+      if (examined >= BATCH) pass.more = true;
+    }
+    return pass;
+  }
 
+  /** Claims up to `limit` of a lane, reserves the live ones, starts what may go and marks it, in one transaction. */
+  private async chunk(lane: Lane, now: Date, limit: number): Promise<{ claimed: number; started: number }> {
+    return this.orm.em.fork().transactional(async (em) => {
+      const claimed = await claimOutbox(em, { ...lane, now, limit });
+      if (claimed.length === 0) return { claimed: 0, started: 0 };
+      // Test mail never touches the caps; live mail starts only with its allowances reserved.
+      const start = lane.mode === 'live' && this.opts.caps ? new Set(await this.opts.caps.admit(em, claimed, now)) : null;
+      const rows = start ? claimed.filter((r) => start.has(r.id)) : claimed;
       // Every message gets its workflow, even one canceled meanwhile: the workflow records the outcome.
       const done: string[] = [];
       const window = this.opts.confirmationWindowMs ?? 0;
@@ -147,7 +151,7 @@ export class Outbox {
         }),
       );
       await markEnqueued(em, done, new Date());
-      return pass;
+      return { claimed: claimed.length, started: rows.length };
     });
   }
 

@@ -10,11 +10,15 @@ import { currentWarmupStage, lastSendingDay, recordWarmupCheck } from '../db/sql
 import { Poller } from './poller';
 
 export interface SendCapsOptions {
+  /** The release step's connection. */
+  orm: Orm;
   /** PLATFORM_DAILY_CAP; 0: none. */
   platformDailyCap: number;
   clock: Clock;
   log: Logger;
 }
+
+const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** Most parked messages one release statement wakes. */
 const RELEASE_PAGE = 1000;
@@ -44,10 +48,17 @@ export class SendCaps {
       counters.set(`o:${r.organization_id}`, { scope: 'organization', scopeId: r.organization_id, day, stage: null });
       counters.set(`d:${r.domain_id}`, { scope: 'domain', scopeId: r.domain_id, day, stage: stages.get(r.domain_id) ?? null });
     }
+    // First in the transaction, before any counter is locked (worker/outbox.ts: one chunk, one
+    // transaction): a pass that waits here on another's new row holds no lock that one needs.
     await ensureCounters(em, [...counters.values()]);
     const start: string[] = [];
     let parked = 0;
-    for (const r of rows) {
+    // Locks in one global order in every transaction: platform, then by organization (its row,
+    // then its domains' rows). Concurrent passes then queue on a counter but never deadlock.
+    const inLockOrder = [...rows].sort((a, b) =>
+      a.organization_id === b.organization_id ? cmp(a.domain_id, b.domain_id) : cmp(a.organization_id, b.organization_id),
+    );
+    for (const r of inLockOrder) {
       const stage = stages.get(r.domain_id) ?? null;
       const result = await reserveSend(em, {
         emailId: r.id,
@@ -111,8 +122,8 @@ export class SendCaps {
    * organization's remaining allowance between them. Memory stays flat: only counts and one
    * page of ids are ever held. Returns how many woke.
    */
-  async release(orm: Orm): Promise<number> {
-    const em = orm.em.fork();
+  async release(): Promise<number> {
+    const em = this.opts.orm.em.fork();
     const now = this.opts.clock.now();
     const day = utcDay(now);
     const domains = await parkedDomains(em);
@@ -155,7 +166,6 @@ export class CapRelease {
   private midnight?: NodeJS.Timeout;
 
   constructor(
-    private readonly orm: Orm,
     private readonly caps: SendCaps,
     private readonly opts: { clock: Clock; log: Logger; intervalMs: number; onRelease: () => void },
   ) {
@@ -164,7 +174,7 @@ export class CapRelease {
       intervalMs: opts.intervalMs,
       log: opts.log,
       pass: async () => {
-        const woke = await this.caps.release(this.orm);
+        const woke = await this.caps.release();
         if (woke > 0) this.opts.onRelease();
       },
     });
@@ -182,7 +192,7 @@ export class CapRelease {
 
   /** Runs a release now and answers how many messages woke (the benchmark times it). */
   async releaseNow(): Promise<number> {
-    const woke = await this.caps.release(this.orm);
+    const woke = await this.caps.release();
     if (woke > 0) this.opts.onRelease();
     return woke;
   }

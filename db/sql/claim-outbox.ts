@@ -23,17 +23,14 @@ export interface OutboxRow {
  * work. Parked messages are not in emails_outbox_idx, so a parked backlog costs these claims
  * nothing; neither does mail scheduled for later (the range scan stops at `now`).
  */
-export async function claimOutbox(
-  em: EntityManager,
-  q: { mode: KeyMode; stream: Stream; now: Date; limit: number; /** Rows this transaction already claimed. */ exclude?: string[] },
-): Promise<OutboxRow[]> {
+export async function claimOutbox(em: EntityManager, q: { mode: KeyMode; stream: Stream; now: Date; limit: number }): Promise<OutboxRow[]> {
   if (q.limit <= 0) return [];
   return em.getConnection().execute<OutboxRow[]>(
     `
 with c as (
   select id from emails
    where enqueued_at is null and waiting_reason is null and mode = ? and stream = ?
-     and coalesce(scheduled_at, created_at) <= ? and id <> all(?::uuid[])
+     and coalesce(scheduled_at, created_at) <= ?
    order by coalesce(scheduled_at, created_at), id
    limit ?
    for update skip locked
@@ -44,7 +41,7 @@ select e.id, e.mode, e.stream, e.status, e.organization_id, e.domain_id, e.reser
   join organizations o on o.id = e.organization_id
   join domains d on d.id = e.domain_id
  order by coalesce(e.scheduled_at, e.created_at), e.id`,
-    [q.mode, q.stream, q.now, `{${(q.exclude ?? []).join(',')}}`, q.limit],
+    [q.mode, q.stream, q.now, q.limit],
     'all',
     em.getTransactionContext(),
   );

@@ -28,6 +28,8 @@ export type ReserveResult =
 /**
  * Counter rows of the day for a message's scopes, created empty when missing (their own
  * statement: rows made inside the reserving statement would be invisible to its lock step).
+ * Rows that exist are filtered out before the insert: a conflict check on a row another
+ * transaction has updated would wait for that one to commit.
  */
 export async function ensureCounters(
   em: EntityManager,
@@ -38,6 +40,7 @@ export async function ensureCounters(
     `insert into send_counters (scope, scope_id, day, used, warmup_stage)
      select x.scope, x.scope_id, x.day, 0, x.stage
        from jsonb_to_recordset(?::jsonb) as x(scope text, scope_id uuid, day date, stage int)
+      where not exists (select 1 from send_counters c where c.scope = x.scope and c.scope_id = x.scope_id and c.day = x.day)
       order by x.scope, x.scope_id
      on conflict (scope, scope_id, day) do nothing`,
     [JSON.stringify(rows.map((r) => ({ scope: r.scope, scope_id: r.scopeId, day: r.day, stage: r.stage })))],

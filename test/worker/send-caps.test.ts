@@ -84,7 +84,7 @@ describe('Daily send caps: reserve at dispatch, park, release when the UTC day t
     const clock = steppedClock();
     const engine = new RoomEngine();
     engine.rooms = null;
-    const caps = new SendCaps({ platformDailyCap: opts.platform ?? 0, clock, log: silent });
+    const caps = new SendCaps({ orm, platformDailyCap: opts.platform ?? 0, clock, log: silent });
     return { orgId: org.id, domains, keys, clock, engine, caps, outbox: new Outbox(orm, engine, silent, { caps, clock }) };
   }
 
@@ -150,13 +150,13 @@ describe('Daily send caps: reserve at dispatch, park, release when the UTC day t
     assert.equal(await used('organization', s.orgId, s.clock.day()), 3);
 
     // Same day: a release pass wakes nothing, and nothing more starts.
-    assert.equal(await s.caps.release(orm), 0);
+    assert.equal(await s.caps.release(), 0);
     await drain(s);
     assert.equal(started(s).length, 3);
 
     // The clock crosses midnight: the release wakes the parked mail, oldest first, and the outbox reserves it on the new day.
     s.clock.aheadMs += 10_000;
-    assert.equal(await s.caps.release(orm), 2);
+    assert.equal(await s.caps.release(), 2);
     await drain(s);
     assert.deepEqual(started(s), ids);
     assert.deepEqual(await waiting(ids.slice(3)), [
@@ -177,7 +177,7 @@ describe('Daily send caps: reserve at dispatch, park, release when the UTC day t
     assert.equal(await used('organization', s.orgId, s.clock.day()), 300);
     // The next day the domain's held message goes out.
     s.clock.aheadMs += 10_000;
-    assert.equal(await s.caps.release(orm), 1);
+    assert.equal(await s.caps.release(), 1);
     await drain(s);
     assert.ok(started(s).includes(first[4]));
     assert.equal(await used('domain', s.domains[0].id, s.clock.day()), 50);
@@ -214,7 +214,7 @@ describe('Daily send caps: reserve at dispatch, park, release when the UTC day t
     await drain(s);
     assert.deepEqual(await waiting([r.id]), [[r.id, 'organization_daily_cap']]);
     s.clock.aheadMs += 10_000;
-    await s.caps.release(orm);
+    await s.caps.release();
     await drain(s);
     assert.deepEqual(started(s), [now, r.id]);
   });
@@ -229,7 +229,7 @@ describe('Daily send caps: reserve at dispatch, park, release when the UTC day t
     assert.equal(await used('organization', s.orgId, s.clock.day()), 3, 'the parked message took nothing');
     assert.equal(await used('domain', s.domains[0].id, s.clock.day()), 3);
     s.clock.aheadMs += 10_000;
-    assert.equal(await s.caps.release(orm), 1);
+    assert.equal(await s.caps.release(), 1);
     await drain(s);
     assert.deepEqual(started(s), [...ids, ...big]);
     assert.equal(await used('platform', PLATFORM_SCOPE_ID, s.clock.day()), 2);
@@ -254,7 +254,7 @@ describe('Daily send caps: reserve at dispatch, park, release when the UTC day t
       .nativeUpdate(Email, { id: parked, status: 'queued' }, { status: 'canceled', waitingReason: null, waitingUntil: null });
     await drain(s);
     s.clock.aheadMs += 10_000;
-    await s.caps.release(orm);
+    await s.caps.release();
     await drain(s);
     const row = await orm.em.fork().findOneOrFail(Email, { id: parked });
     assert.equal(row.status, 'canceled');
@@ -299,7 +299,7 @@ describe('Daily send caps: reserve at dispatch, park, release when the UTC day t
     const s = await setup({ plan: 'free', cap: 1 });
     const lines: { msg: string; reason?: string }[] = [];
     const log = pino({ level: 'info' }, { write: (l: string) => lines.push(JSON.parse(l)) });
-    s.caps = new SendCaps({ platformDailyCap: 0, clock: s.clock, log });
+    s.caps = new SendCaps({ orm, platformDailyCap: 0, clock: s.clock, log });
     s.outbox = new Outbox(orm, s.engine, silent, { caps: s.caps, clock: s.clock });
     s.engine.room = async () => 2;
     const ids = await send(s, 30);
@@ -314,9 +314,16 @@ describe('Daily send caps: reserve at dispatch, park, release when the UTC day t
     );
   });
 
-  it('counters stay exact when several outboxes (two connection pools) reserve at once', async () => {
+  it('counters stay exact, and passes never deadlock, when several outboxes (two connection pools) reserve at once for two organizations', async () => {
     const s = await setup({ plan: 'free', cap: 37, warmup: false });
-    const ids = await send(s, 60);
+    const s2 = await setup({ plan: 'free', cap: 23, warmup: false });
+    const ids: string[] = [];
+    const ids2: string[] = [];
+    // Alternating, so chunks of 3 take the two organizations in either order (o1 o2 o1, o2 o1 o2).
+    for (let i = 0; i < 40; i++) {
+      ids.push(...(await send(s, 1)));
+      ids2.push(...(await send(s2, 1)));
+    }
     const other = await openOrm(orm.config.get('clientUrl')!);
     // Each pass claims 3 messages (SKIP LOCKED: disjoint ones), so 20 passes reserve against the same counters at once.
     s.engine.room = async () => 3;
@@ -327,9 +334,11 @@ describe('Daily send caps: reserve at dispatch, park, release when the UTC day t
     } finally {
       await other.close();
     }
-    assert.equal(new Set(started(s)).size, 37);
-    assert.equal(started(s).length, 37, 'each started once');
+    assert.equal(new Set(started(s)).size, 37 + 23);
+    assert.equal(started(s).length, 37 + 23, 'each started once');
     assert.equal(await used('organization', s.orgId, s.clock.day()), 37);
-    assert.equal((await waiting(ids)).filter(([, r]) => r === 'organization_daily_cap').length, 23);
+    assert.equal(await used('organization', s2.orgId, s.clock.day()), 23);
+    assert.equal((await waiting(ids)).filter(([, r]) => r === 'organization_daily_cap').length, 3);
+    assert.equal((await waiting(ids2)).filter(([, r]) => r === 'organization_daily_cap').length, 17);
   });
 });
