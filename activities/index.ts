@@ -2,14 +2,20 @@ import type { SendEmailActivities } from '../workflows/send-email';
 import type { DomainVerificationActivities } from '../workflows/domain-verification';
 import type { WebhookDeliveryActivities } from '../workflows/webhook-delivery';
 import type { WebhookFirstAttemptsActivities } from '../workflows/webhook-first-attempts';
+import type { BroadcastActivities } from '../workflows/broadcast';
 import type { DnsResolver } from '../core/domains/dns';
 import { createSendEmailActivities, type SendEmailDeps } from './send-email';
 import { createDomainVerificationActivities } from './domain-verification';
 import { createWebhookDeliveryActivities, type WebhookDeliveryDeps } from './webhook-delivery';
+import { createBroadcastActivities, type BroadcastDeps } from './broadcast';
 
 /** Every activity of every workflow in workflows/index.ts. A new workflow adds its contract here. */
-export type Activities = SendEmailActivities & DomainVerificationActivities & WebhookDeliveryActivities & WebhookFirstAttemptsActivities;
-export type ActivityDeps = SendEmailDeps & WebhookDeliveryDeps & { dns: DnsResolver };
+export type Activities = SendEmailActivities &
+  DomainVerificationActivities &
+  WebhookDeliveryActivities &
+  WebhookFirstAttemptsActivities &
+  BroadcastActivities;
+export type ActivityDeps = SendEmailDeps & WebhookDeliveryDeps & BroadcastDeps & { dns: DnsResolver };
 
 /** Every activity the workflows call, built from narrow dependencies. */
 export function createActivities(deps: ActivityDeps): Activities {
@@ -17,5 +23,6 @@ export function createActivities(deps: ActivityDeps): Activities {
     ...createSendEmailActivities(deps),
     ...createDomainVerificationActivities(deps),
     ...createWebhookDeliveryActivities(deps),
+    ...createBroadcastActivities(deps),
   };
 }

@@ -72,6 +72,15 @@ function rejections(list: SmtpErrorShape['rejectedErrors'] = []): RecipientRejec
   return list.map((r) => ({ address: (r.recipient ?? '').toLowerCase(), code: r.responseCode ?? null, response: r.response ?? r.message }));
 }
 
+/**
+ * nodemailer's signed header list plus List-Unsubscribe-Post: RFC 8058 one-click needs both
+ * List-Unsubscribe headers under the DKIM signature, and the default list lacks the second.
+ */
+const DKIM_HEADERS =
+  'From:Sender:Reply-To:Subject:Date:Message-ID:To:Cc:MIME-Version:Content-Type:Content-Transfer-Encoding:Content-ID:' +
+  'Content-Description:Resent-Date:Resent-From:Resent-Sender:Resent-To:Resent-Cc:Resent-Message-ID:In-Reply-To:References:' +
+  'List-Id:List-Help:List-Unsubscribe:List-Unsubscribe-Post:List-Subscribe:List-Post:List-Owner:List-Archive';
+
 const headerAddress = (a: HeaderAddress): Mail.Address => ({ name: a.name ?? '', address: a.address });
 
 /**
@@ -104,7 +113,7 @@ export function createSmtpMailer(url: string, finalDestination: boolean, connect
         attachments: msg.attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, content: a.content })),
         envelope: msg.envelope,
         date: msg.date,
-        ...(msg.dkim ? { dkim: msg.dkim } : {}),
+        ...(msg.dkim ? { dkim: { ...msg.dkim, headerFieldNames: DKIM_HEADERS } } : {}),
         disableFileAccess: true,
         disableUrlAccess: true,
       };

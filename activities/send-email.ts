@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Orm } from '../db/orm';
-import { Email, Recipient, EmailEvent, Attachment, Domain, type EventType } from '../db/entities';
+import { Email, Recipient, EmailEvent, Attachment, Domain, Organization, type EventType } from '../db/entities';
 import { suppressAddress } from '../db/sql/suppress-address';
 import type { Logger } from 'pino';
 import type { SendEmailActivities, DeliverResult } from '../workflows/send-email';
@@ -12,6 +12,9 @@ import { PermanentFailure, TransientDeliveryError } from './errors';
 import { SmtpTransactionError, type Mailer, type RecipientRejection, type OutgoingMessage } from './mailer';
 import { testModeOutcome } from './outcomes';
 import { aggregateStatus } from '../core/emails/status';
+import { isBulkKind } from '../core/emails/prepare';
+import { recipientParts, type RecipientParts } from '../core/emails/recipient-parts';
+import type { RecipientLinks } from '../core/recipient-links';
 
 export interface SendEmailDeps {
   orm: Orm;
@@ -22,12 +25,14 @@ export interface SendEmailDeps {
   secrets?: Secrets;
   /** Signs each recipient's VERP return path; without it mail leaves with the From address as envelope sender. */
   returnPaths?: ReturnPaths;
+  /** Signs unsubscribe and tracking links; without it bulk mail cannot be sent (a permanent failure). */
+  links?: RecipientLinks;
 }
 
 const FINAL_STATUSES = new Set(['sent', 'delivered', 'bounced', 'complained', 'failed', 'suppressed', 'canceled', 'unconfirmed']);
 
 export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivities {
-  const { orm, mailer, clock, log, secrets, returnPaths } = deps;
+  const { orm, mailer, clock, log, secrets, returnPaths, links } = deps;
 
   function event(email: Email, type: EventType, recipient: string, extra: Partial<EmailEvent> = {}): EmailEvent {
     return Object.assign(
@@ -73,6 +78,7 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
     await em.flush();
     const attachments = await em.find(Attachment, { emailId: email.id }, { orderBy: { position: 'asc' }, populate: ['content'] });
     const identity = await sendingIdentity(em, email);
+    const parts = await personalParts(em, email, identity.trackingHost ?? null, recipients);
     const from = mailbox(email.from);
     const message: Omit<OutgoingMessage, 'envelope'> = {
       messageId: email.messageId,
@@ -84,9 +90,9 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
       bcc: email.bcc.map(mailbox),
       replyTo: email.replyTo === null ? null : mailbox(email.replyTo),
       subject: email.subject,
-      html: email.html,
-      text: email.text,
-      headers: email.headers,
+      html: parts.html,
+      text: parts.text,
+      headers: { ...email.headers, ...parts.headers },
       attachments: attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, content: a.content })),
       date: email.createdAt,
       ...(identity.dkim ? { dkim: identity.dkim } : {}),
@@ -156,8 +162,39 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
     }
   }
 
-  /** The sender domain's DKIM key and return-path host, when it has them (created through the API). */
-  async function sendingIdentity(em: EntityManager, email: Email): Promise<{ dkim?: OutgoingMessage['dkim']; returnPathHost?: string }> {
+  /**
+   * What the one recipient of bulk or tracked mail gets beyond the stored message (unsubscribe
+   * headers and footer, click redirects, open pixel; core/emails/recipient-parts.ts). Both need
+   * exactly one recipient, which acceptance enforces.
+   */
+  async function personalParts(em: EntityManager, email: Email, trackingHost: string | null, due: Recipient[]): Promise<RecipientParts> {
+    const bulk = isBulkKind(email.kind);
+    const tracked = trackingHost !== null && (email.trackOpens || email.trackClicks);
+    if ((!bulk && !tracked) || due.length !== 1) return { html: email.html, text: email.text, headers: {} };
+    if (!links) throw new PermanentFailure('bulk and tracked mail need signed links, and this worker has none configured');
+    const address = due[0].address;
+    let sender: { name: string; postalAddress: string } | null = null;
+    if (bulk) {
+      const org = await em.findOne(Organization, { id: email.organizationId }, { fields: ['name', 'postalAddress'] });
+      if (org?.postalAddress) sender = { name: org.name, postalAddress: org.postalAddress };
+    }
+    return recipientParts({
+      html: email.html,
+      text: email.text,
+      unsubscribeUrl: bulk
+        ? links.unsubscribeUrl({ organizationId: email.organizationId, emailId: email.id, topicId: email.topicId, address })
+        : null,
+      sender,
+      pixelUrl: tracked && email.trackOpens ? links.pixelUrl(trackingHost, email.id) : null,
+      clickUrl: tracked && email.trackClicks ? (url) => links.clickUrl(trackingHost, email.id, url) : null,
+    });
+  }
+
+  /** The sender domain's DKIM key, return-path and tracking hosts, when it has them (created through the API). */
+  async function sendingIdentity(
+    em: EntityManager,
+    email: Email,
+  ): Promise<{ dkim?: OutgoingMessage['dkim']; returnPathHost?: string; trackingHost?: string }> {
     const domain = await em.findOne(Domain, { id: email.domainId }, { populate: ['dkimPrivateKeyEnc'] });
     if (!domain) return {};
     return {
@@ -165,6 +202,7 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
         ? { dkim: { domainName: domain.name, keySelector: domain.dkimSelector, privateKey: secrets.decrypt(domain.dkimPrivateKeyEnc) } }
         : {}),
       ...(domain.returnPathHost ? { returnPathHost: domain.returnPathHost } : {}),
+      ...(domain.trackingHost ? { trackingHost: domain.trackingHost } : {}),
     };
   }
 

@@ -21,8 +21,12 @@ import { segmentRoutes } from './segments/routes';
 import { templateRoutes } from './templates/routes';
 import { webhookRoutes, type WebhookRoutesDeps } from './webhooks/routes';
 import { suppressionRoutes } from './suppressions/routes';
+import { broadcastRoutes } from './broadcasts/routes';
 import { TemplateResolver } from '../core/templates/resolver';
 import type { CapsSettings } from '../core/limits/usage';
+import type { RecipientLinks } from '../core/recipient-links';
+import { unsubscribeRoutes } from './public/unsubscribe';
+import { trackingRoutes } from './public/tracking';
 
 export interface AppDeps {
   orm: Orm;
@@ -39,6 +43,10 @@ export interface AppDeps {
   /** The daily caps as the API shows them (organization usage, domain warm-up, parked mail). */
   caps: CapsSettings;
   webhooks: WebhookRoutesDeps['webhooks'];
+  /** Wakes the broadcast dispatcher after a broadcast is created. */
+  startBroadcasts?: () => void;
+  /** Reads the signed tokens of unsubscribe and tracking links. */
+  links: RecipientLinks;
 }
 
 export function createApp(deps: AppDeps): Koa<ApiState> {
@@ -57,6 +65,9 @@ export function createApp(deps: AppDeps): Koa<ApiState> {
     ctx.body = { status: ok ? 'ok' : 'unavailable', database, engine: `${deps.engine.name}:${engine}` };
   });
   app.use(root.routes());
+  // Recipients' links: no API key, the signed token in the path is the authority.
+  const recipients = [unsubscribeRoutes(deps), trackingRoutes(deps)];
+  for (const r of recipients) app.use(r.routes());
   if (deps.inbox) app.use(inboxRoutes(deps.inbox, deps.inboxAdminOnly ? { adminOnly: deps.orm } : {}).routes());
 
   const api = apiRouter('/api/v1');
@@ -75,9 +86,10 @@ export function createApp(deps: AppDeps): Koa<ApiState> {
   api.use(templateRoutes({ ...deps, templates }).routes());
   api.use(webhookRoutes(deps).routes());
   api.use(suppressionRoutes(deps).routes());
+  api.use(broadcastRoutes({ ...deps, templates }).routes());
   app.use(api.routes());
 
-  const routed = [root, api];
+  const routed = [root, ...recipients, api];
   app.use((ctx) => {
     // A known path with another method is 405, anything else 404.
     const allowed = routed.flatMap((r) => r.match(ctx.path, ctx.method).path).filter((l) => l.methods.length > 0);

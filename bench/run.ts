@@ -20,6 +20,7 @@ import { benchAudienceReads, UPSERT_BODY, AUDIENCE_CONTACTS, type AudienceResult
 import { benchWebhooks, type WebhookBenchResult } from './webhooks';
 import { BenchClock, benchPark, benchPickup, type ParkResult, type PickupResult } from './caps';
 import { benchDrain, countingSink, smtpCeiling, type DrainResult } from './drain';
+import { benchBroadcast, type BroadcastResult } from './broadcast';
 import type { Clock } from '../core/clock';
 import { Client } from 'pg';
 import { SMTPServer } from 'smtp-server';
@@ -34,7 +35,7 @@ const INTERLEAVED_ROUNDS = 4;
 const ROUND_SECONDS = SECONDS / INTERLEAVED_ROUNDS;
 /**
  * For iterating on one path: BENCH_ONLY=live-single, test-single, live-batch, test-batch, template
- * (live single sends plain and with templates), audience, webhooks, relay, caps or drain measures the baseline and that phase only
+ * (live single sends plain and with templates), audience, webhooks, relay, caps, drain or broadcast measures the baseline and that phase only
  * (BENCHMARKS.md is not written).
  */
 const ONLY = process.env.BENCH_ONLY;
@@ -48,6 +49,8 @@ const BULK_BACKLOG = Number(process.env.BENCH_BULK_BACKLOG || 10_000);
 const PICKUP_SENDS = Number(process.env.BENCH_PICKUP_SENDS || 60);
 /** The backlog of the drain phase (live, then test mode). */
 const DRAIN_MESSAGES = Number(process.env.BENCH_DRAIN_MESSAGES || 2_000);
+/** The audience of the broadcast phase (contacts seeded in SQL, all subscribed). */
+const BROADCAST_CONTACTS = Number(process.env.BENCH_BROADCAST_CONTACTS || 100_000);
 
 interface Result {
   requests: number;
@@ -373,6 +376,34 @@ async function main() {
     await sink.close();
     return r;
   };
+  /**
+   * A broadcast to BROADCAST_CONTACTS seeded contacts, plain and then with a template rendered per
+   * recipient, each on a fresh service whose live mail goes to a counting sink at the platform send
+   * rate. The service stops as soon as the fan-out has accepted every recipient: the backlog it
+   * leaves would otherwise drain into the phases after it.
+   */
+  const runBroadcast = async (): Promise<(BroadcastResult & { wallSeconds: number; stopSeconds: number })[]> => {
+    const sink = await countingSink();
+    const results: (BroadcastResult & { wallSeconds: number; stopSeconds: number })[] = [];
+    for (const template of [false, true]) {
+      const t0 = performance.now();
+      const service = await startBenchService('bench_service_broadcast', { smtpPort: sink.port });
+      const r = await benchBroadcast(service, sink, log, { contacts: BROADCAST_CONTACTS, template });
+      const t1 = performance.now();
+      await service.stop();
+      const t2 = performance.now();
+      results.push({ ...r, wallSeconds: (t2 - t0) / 1000, stopSeconds: (t2 - t1) / 1000 });
+    }
+    await sink.close();
+    return results;
+  };
+  if (ONLY === 'broadcast') {
+    const b = await runBroadcast();
+    log.info({ base: base.rps, broadcast: b }, 'BENCH_ONLY: broadcast measured');
+    await new Promise<void>((resolve) => relay.close(() => resolve()));
+    if (pg) await pg.stop();
+    return;
+  }
   if (ONLY === 'drain') {
     const d = await runDrain();
     log.info({ base: base.rps, ...d, liveOfCeiling: d.livePerSecond / d.ceilingPerSecond }, 'BENCH_ONLY: drain measured');
@@ -416,7 +447,8 @@ async function main() {
   const smtpRelay = ONLY ? null : await runRelay();
   const caps = ONLY ? null : await runCaps();
   const drain = ONLY ? null : await runDrain();
-  if (!live || !test || !audience || !webhooks || !smtpRelay || !caps || !drain) {
+  const broadcasts = ONLY ? null : await runBroadcast();
+  if (!live || !test || !audience || !webhooks || !smtpRelay || !caps || !drain || !broadcasts) {
     await new Promise<void>((resolve) => relay.close(() => resolve()));
     if (pg) await pg.stop();
     return;
@@ -536,6 +568,24 @@ to its final status. The ceiling: the same sink filled by one pooled nodemailer 
 | Ceiling: pooled nodemailer to the sink | ${f(drain.ceilingPerSecond, 0)} messages/s | |
 | Live drain | ${f(drain.livePerSecond, 1)} messages/s (${f(drain.liveSeconds)} s), ${f((drain.livePerSecond / drain.ceilingPerSecond) * 100, 0)}% of the ceiling | ≥ 80% and ≥ 300/s |
 | Test-mode drain | ${f(drain.testPerSecond, 1)} messages/s (${f(drain.testSeconds)} s) | ≥ 1,000/s |
+
+## Broadcast fan-out
+
+${BROADCAST_CONTACTS.toLocaleString('en-US')} subscribed contacts (first name and a \`plan\` property) seeded by \`INSERT ... SELECT generate_series\` in ${f(broadcasts[0].seedSeconds)} s,
+a segment of every subscribed contact and a verified bulk-stream domain; one \`POST /broadcasts\` (ADMIN key), timed until the fan-out cursor
+(\`broadcasts.enqueued\`, polled every 100 ms) reached the frozen recipient count: the audience frozen into \`broadcast_recipients\`, then
+pages of 1,000 through the accept path, each message an \`emails\` row. Resident memory of the process (the service runs in it) sampled every
+100 ms (the second broadcast runs in the same process after the first, so it starts from where the first left it). Live mail leaves meanwhile to a loopback counting sink at the platform send rate (12/s); the service stops when the last recipient is
+accepted. Each broadcast on a fresh database: plain subject, html and text, then a published template rendering \`{{first_name}}\` and \`{{plan}}\` per recipient.
+
+| Measure | ${broadcasts.map((b) => (b.template ? 'Template per recipient' : 'Plain content')).join(' | ')} | Goal |
+|---|${broadcasts.map(() => '---|').join('')}---|
+| Recipients enqueued per second | ${broadcasts.map((b) => `**${f(b.perSecond, 0)}** (${b.recipients.toLocaleString('en-US')} in ${f(b.seconds)} s)`).join(' | ')} | ≥ 5,000 |
+| POST → audience frozen (of it, created → freeze started) | ${broadcasts.map((b) => `${f(b.freezeSeconds, 2)} s (${f(b.dispatchSeconds, 2)} s)`).join(' | ')} | |
+| Audience frozen → last recipient accepted | ${broadcasts.map((b) => `${f(b.pagesSeconds)} s`).join(' | ')} | |
+| Process RSS at the POST → peak → end | ${broadcasts.map((b) => `${f(b.rssStartMiB, 0)} → ${f(b.rssPeakMiB, 0)} → ${f(b.rssEndMiB, 0)} MiB`).join(' | ')} | flat |
+| Messages stored / delivered to the sink meanwhile | ${broadcasts.map((b) => `${b.stored.toLocaleString('en-US')} / ${b.delivered}`).join(' | ')} | |
+| Wall time: service start, seeding, broadcast, stop (of it, the stop) | ${broadcasts.map((b) => `${f(b.wallSeconds)} s (${f(b.stopSeconds)} s)`).join(' | ')} | |
 `;
   fs.writeFileSync(path.join(__dirname, '..', 'BENCHMARKS.md'), md);
   process.stdout.write(md);

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import path from 'node:path';
 import pino from 'pino';
-import { readConfig, temporalSettings, verificationTiming, webhookHttpOptions } from '../server/config';
+import { linkBaseUrl, readConfig, temporalSettings, verificationTiming, webhookHttpOptions } from '../server/config';
 import { openDatabase } from '../server/database';
 import { startService } from '../server/service';
 import { ensureLocalSetup } from '../server/bootstrap';
@@ -187,8 +187,7 @@ async function worker(): Promise<void> {
     mailer,
     clock: systemClock,
     log: log.child({ component: 'activities' }),
-    secrets: identityDeps(config).secrets,
-    returnPaths: identityDeps(config).returnPaths,
+    ...identityDeps({ ...config, publicUrl: linkBaseUrl(config, config.port) }),
     dns: createDnsResolver(config.dnsServers),
     webhooks,
   });
@@ -369,7 +368,7 @@ async function main(argv: string[]): Promise<void> {
         const config = readConfig();
         // Without --verified the domain gets a DKIM key and records to publish; the running
         // service checks its DNS for DOMAIN_VERIFY_WINDOW_HOURS, like a domain made by POST /domains.
-        const identity = values.verified ? undefined : identityDeps(config);
+        const identity = values.verified ? undefined : identityDeps({ ...config, publicUrl: linkBaseUrl(config, config.port) });
         const d = await createDomain(db.orm, org, name, {
           stream,
           verified: values.verified,

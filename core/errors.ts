@@ -23,7 +23,10 @@ export const ERRORS = {
   },
   route_not_found: { status: 404, when: 'No such path.' },
   method_not_allowed: { status: 405, when: 'Known path, other method; `Allow` lists the methods.' },
-  not_cancelable: { status: 409, when: 'Cancel after pick-up, or of a message in a final state.' },
+  not_cancelable: {
+    status: 409,
+    when: 'Cancel after pick-up, or of a message in a final state; a broadcast already sent, canceled or failed.',
+  },
   domain_exists: { status: 409, when: '`POST /domains` with a name the organization already has (case and a trailing dot ignored).' },
   topic_exists: { status: 409, when: '`POST /topics` with a slug the organization already has.' },
   template_exists: { status: 409, when: 'Creating or renaming a template to a slug the organization already has.' },
@@ -49,7 +52,7 @@ export const ERRORS = {
   invalid_cursor: { status: 422, when: 'A list cursor that is not a `next_cursor` we issued.' },
   unknown_topic: {
     status: 422,
-    when: 'A topic slug that breaks the slug rule (contact upsert), or names no topic of the organization (subscriptions, segment filters, list filters).',
+    when: 'A topic slug that breaks the slug rule (contact upsert), or names no topic of the organization (subscriptions, segment filters, list filters, the `topic` of a bulk send).',
   },
   stream_mismatch: { status: 422, when: 'A bulk kind sent from a transactional-stream domain.' },
   domain_not_verified: {
@@ -57,7 +60,6 @@ export const ERRORS = {
     when: 'Sender domain is not a verified domain of the organization allowed for the key (in a batch: inside the item).',
     smtp: '550 5.7.1',
   },
-  unsupported_feature: { status: 422, when: '`track` (not yet supported by this server; never silently ignored).' },
   rate_limited: { status: 429, when: 'Per-key request rate spent for this second; `Retry-After: 1`.', smtp: '450 4.7.1' },
   internal_error: { status: 500, when: 'Our fault; the answer carries an `error_id` that is in the log line too.', smtp: '451 4.3.0' },
   starting: { status: 503, when: 'The service is still starting (database or engine not up yet); `Retry-After: 1`.', smtp: '451 4.3.0' },

@@ -6,10 +6,12 @@ export interface PreparedStatement {
   name: string;
   /** SQL with $1, $2… placeholders. */
   text: string;
+  /** Planner settings for this statement only (`set local`, in a transaction around it). */
+  settings?: string[];
 }
 
 interface PgClient {
-  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
+  query(config: { name: string; text: string; values: unknown[] } | string): Promise<{ rows: unknown[] }>;
 }
 
 interface KnexClient {
@@ -30,10 +32,21 @@ interface KnexClient {
 export async function runPrepared<T>(orm: Orm, statement: PreparedStatement, values: unknown[]): Promise<T[]> {
   const client = (orm.em.getConnection().getKnex() as unknown as { client: KnexClient }).client;
   const connection = await client.acquireConnection();
+  const settings = statement.settings ?? [];
+  let open = false;
   try {
+    if (settings.length) {
+      await connection.query(`begin; ${settings.map((s) => `set local ${s}`).join('; ')}`);
+      open = true;
+    }
     const result = await connection.query({ name: statement.name, text: statement.text, values });
+    if (open) {
+      open = false;
+      await connection.query('commit');
+    }
     return result.rows as T[];
   } catch (err) {
+    if (open) await connection.query('rollback').catch(() => undefined);
     // Logs name the statement instead of its text and values (core/logging.ts).
     if (err && typeof err === 'object') Object.assign(err, { statement: statement.name });
     throw err;

@@ -34,7 +34,7 @@ export interface Config {
   dbPoolSize: number;
   /** pino level: trace, debug, info, warn, error, silent. */
   logLevel: string;
-  /** Address printed in the banner and used in the first curl. */
+  /** PUBLIC_URL: the address printed in the banner and the base of unsubscribe links (unset: http://localhost:PORT for links). */
   publicUrl: string | undefined;
   /** DNS_SERVERS: resolvers for domain verification (`host` or `host:port`, comma-separated); unset: the system's. */
   dnsServers: string[] | undefined;
@@ -178,6 +178,9 @@ function onOff(name: string, fallback: boolean, env: NodeJS.ProcessEnv): boolean
 }
 
 /** The webhook client's policy and limits, from the configuration. */
+/** The base of unsubscribe links: PUBLIC_URL, or this machine's API on `port` (the bound one). */
+export const linkBaseUrl = (config: Pick<Config, 'publicUrl'>, port: number) => config.publicUrl ?? `http://localhost:${port}`;
+
 export function webhookHttpOptions(config: Pick<Config, 'webhookAllowHttp' | 'webhookAllowPrivate' | 'webhookConcurrency'>) {
   return {
     allowHttp: config.webhookAllowHttp,

@@ -2,7 +2,7 @@ import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { temporalSettings, verificationTiming, webhookHttpOptions, type Config } from './config';
+import { linkBaseUrl, temporalSettings, verificationTiming, webhookHttpOptions, type Config } from './config';
 import { openDatabase, type Database } from './database';
 import { openOrm } from '../db/orm';
 import { createLogger } from '../core/logging';
@@ -19,6 +19,7 @@ import type { Engine } from '../worker/engine';
 import { claimExecutor, type Executor } from '../worker/executors';
 import { Outbox } from '../worker/outbox';
 import { CapRelease, SendCaps } from '../worker/send-caps';
+import { BroadcastDispatcher } from '../worker/broadcast-dispatcher';
 import { DomainVerificationSweep } from '../worker/domain-sweep';
 import { WebhookDispatcher } from '../worker/webhook-dispatcher';
 import { createWebhookHttp } from '../activities/webhook-http';
@@ -104,7 +105,10 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     inbox = new DevInbox(path.join(config.dataDir, 'inbox'), log.child({ component: 'dev-inbox' }));
     await inbox.start(config.devSmtpPort);
   }
-  const { secrets, platform, returnPaths } = identityDeps(config);
+  const { secrets, platform, returnPaths, links } = identityDeps({
+    ...config,
+    publicUrl: linkBaseUrl(config, (server.address() as AddressInfo).port),
+  });
   const dns = createDnsResolver(config.dnsServers);
   // Workers get their own pool so a backlog of deliveries never queues API requests behind it.
   const workerOrm = await openOrm(db.url, config.workerDbPoolSize);
@@ -114,6 +118,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   const webhookHttp = createWebhookHttp(webhookOptions);
   // Bound once the dispatcher exists: each recorded attempt may leave room in an endpoint's window.
   let dispatcher: WebhookDispatcher | undefined;
+  // Bound once the outbox exists: a broadcast's pages wake it.
+  let outbox: Outbox | undefined;
   if (config.engine === 'temporal') {
     engine = await startTemporalEngine(temporalSettings(config), log.child({ component: 'temporal' }));
   } else {
@@ -136,9 +142,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       log: log.child({ component: 'activities' }),
       secrets,
       returnPaths,
+      links,
       dns,
       webhooks: webhookHttp,
       afterWebhookAttempt: () => dispatcher?.kick(),
+      afterEnqueue: () => outbox?.kick(),
     });
     try {
       engine = await startDbosEngine({
@@ -164,7 +172,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     clock,
     log: log.child({ component: 'send-caps' }),
   });
-  const outbox = new Outbox(workerOrm, engine, log.child({ component: 'outbox' }), {
+  outbox = new Outbox(workerOrm, engine, log.child({ component: 'outbox' }), {
     confirmationWindowMs: config.temporal?.confirmationWindowMs ?? 0,
     caps,
     clock,
@@ -185,6 +193,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     config.domainVerifySweepSeconds * 1000,
   );
   sweep.start();
+  const broadcasts = new BroadcastDispatcher(workerOrm, engine, log.child({ component: 'broadcast-dispatcher' }));
+  broadcasts.start();
   dispatcher = new WebhookDispatcher(workerOrm, db.url, engine, log.child({ component: 'webhook-dispatcher' }), {
     concurrencyPerEndpoint: config.webhookConcurrency,
   });
@@ -200,8 +210,10 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     inbox: inbox ?? undefined,
     inboxAdminOnly: beyondLoopback(config.host),
     dispatch: () => outbox.kick(),
+    startBroadcasts: () => broadcasts.kick(),
     domains: { secrets, dns, platform, clock: systemClock, verification: timing, warmup: config.domainWarmup },
     caps: { platformDailyCap: config.platformDailyCap, clock },
+    links,
     webhooks: {
       secrets,
       policy: webhookOptions,
@@ -282,6 +294,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       await capRelease.stop();
       await outbox.stop();
       await sweep.stop();
+      await broadcasts.stop();
       await dispatcher?.stop();
       await engine.stop();
       webhookHttp.close();

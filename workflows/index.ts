@@ -3,8 +3,9 @@ import { sendEmail } from './send-email';
 import { domainVerification } from './domain-verification';
 import { webhookDelivery } from './webhook-delivery';
 import { webhookFirstAttempts } from './webhook-first-attempts';
+import { broadcastFanOut } from './broadcast';
 
-export { sendEmail, domainVerification, webhookDelivery, webhookFirstAttempts };
+export { sendEmail, domainVerification, webhookDelivery, webhookFirstAttempts, broadcastFanOut };
 
 /** Every workflow, as the engines register them. A new workflow adds one line here (and one in temporal/index.ts). */
-export const WORKFLOWS: readonly AnyWorkflowDef[] = [sendEmail, domainVerification, webhookDelivery, webhookFirstAttempts];
+export const WORKFLOWS: readonly AnyWorkflowDef[] = [sendEmail, domainVerification, webhookDelivery, webhookFirstAttempts, broadcastFanOut];

@@ -11,6 +11,7 @@ export function presentDomain(d: Domain, warmup: WarmupView) {
     dns_provider: d.dnsProvider,
     dkim_selector: d.dkimSelector,
     return_path: d.returnPathHost,
+    tracking_host: d.trackingHost,
     warmup,
     records: d.records.map((r) => ({
       purpose: r.purpose,

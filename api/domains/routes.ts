@@ -8,7 +8,7 @@ import type { Engine } from '../../worker/engine';
 import { startVerificationLoop } from '../../worker/domain-sweep';
 import type { Secrets } from '../../core/secrets';
 import { newDomain } from '../../core/provisioning';
-import type { PlatformDns } from '../../core/domains/identity';
+import { trackingRecord, type PlatformDns } from '../../core/domains/identity';
 import { checkDomain } from '../../core/domains/verification';
 import type { DnsResolver } from '../../core/domains/dns';
 import type { Clock } from '../../core/clock';
@@ -19,7 +19,7 @@ import { requirePermission } from '../middleware/auth';
 import { apiRouter, auth, type ApiContext, type ApiState } from '../state';
 import { readValidBody } from '../validate';
 import { audit } from '../audit';
-import { createDomainSchema, normalizeDomainName, type CreateDomainBody } from './schema';
+import { createDomainSchema, normalizeDomainName, updateDomainSchema, type CreateDomainBody, type UpdateDomainBody } from './schema';
 import { presentDomain } from './present';
 import { warmupViews, type CapsSettings } from '../../core/limits/usage';
 
@@ -120,6 +120,46 @@ export function domainRoutes(deps: DomainRoutesDeps): Router<ApiState> {
 
   router.get('/domains/:id', admin, async (ctx) => {
     ctx.body = await presentOne(await find(ctx));
+  });
+
+  /**
+   * Sets or removes the tracking host. Its CNAME record replaces any earlier one in `records` and
+   * is checked at once (with the others), so the answer shows whether it is already in place.
+   */
+  router.patch('/domains/:id', admin, async (ctx) => {
+    const a = auth(ctx);
+    const domain = await find(ctx);
+    const body: UpdateDomainBody = await readValidBody(ctx, updateDomainSchema, deps.maxBodyBytes);
+    if (body.tracking_host === undefined) {
+      ctx.body = await presentOne(domain);
+      return;
+    }
+    const host = body.tracking_host === null ? null : normalizeDomainName(body.tracking_host);
+    // Within the domain: its owner controls that zone, so no organization can point its tracked
+    // links at a host another one publishes (a CNAME proves the target, not who set it up).
+    if (host !== null && (!host.endsWith(`.${domain.name}`) || host === domain.returnPathHost)) {
+      throw validationError(
+        `tracking_host must be a host under ${domain.name} other than its return-path host (for example links.${domain.name})`,
+        [{ field: 'tracking_host', message: `must be a host under ${domain.name}, not its return-path host` }],
+      );
+    }
+    const current = domain.records.filter((r) => r.purpose === 'tracking');
+    if (host === domain.trackingHost && (host === null ? !current.length : current.length === 1 && current[0].name === host)) {
+      // Nothing changes (a lost record would be written again).
+      ctx.body = await presentOne(domain);
+      return;
+    }
+    const records = [
+      ...domain.records.filter((r) => r.purpose !== 'tracking'),
+      ...(host === null ? [] : [trackingRecord(host, deps.domains.platform)]),
+    ];
+    await orm.em.fork().transactional(async (em) => {
+      if (!(await em.nativeUpdate(Domain, { id: domain.id, deletedAt: null }, { trackingHost: host, records }))) throw notFound('domain');
+      audit(em, a, 'domain.updated', { type: 'domain', id: domain.id }, { name: domain.name, changes: { tracking_host: host } });
+    });
+    // The new record's status, and the others' while at it (as "verify now" does).
+    if (host !== null) await checkDomain({ orm, dns: deps.domains.dns, clock: deps.domains.clock, log: deps.log }, domain.id);
+    ctx.body = await presentOne(await orm.em.fork().findOneOrFail(Domain, { id: domain.id }));
   });
 
   /** Verify now: checks at once and answers with the result; restarts the loop if it had ended. */

@@ -30,3 +30,21 @@ export const createDomainSchema = bodySchema({
 });
 
 export type CreateDomainBody = yup.InferType<typeof createDomainSchema>;
+
+/**
+ * PATCH /domains/:id. `tracking_host`: the host of open pixels and click redirects (issue 16), by
+ * the rule of a domain's name (normalized the same way); null removes it. Absent: unchanged.
+ */
+export const updateDomainSchema = bodySchema({
+  tracking_host: yup
+    .string()
+    .strict()
+    .nullable()
+    .test(
+      'hostname',
+      'tracking_host must be a host name such as links.example.com',
+      (v) => v === undefined || v === null || HOSTNAME.test(normalizeDomainName(v)),
+    ),
+});
+
+export type UpdateDomainBody = yup.InferType<typeof updateDomainSchema>;

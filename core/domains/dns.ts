@@ -2,10 +2,11 @@ import { Resolver } from 'node:dns/promises';
 import type { DnsRecord } from '../../db/entities';
 import type { Lookup } from './identity';
 
-/** The two lookups domain verification needs; tests point it at a DNS server on loopback. */
+/** The lookups domain verification needs; tests point it at a DNS server on loopback. */
 export interface DnsResolver {
   resolveTxt(name: string): Promise<string[][]>;
   resolveMx(name: string): Promise<{ exchange: string; priority: number }[]>;
+  resolveCname(name: string): Promise<string[]>;
 }
 
 /** DNS_SERVERS (`host` or `host:port`, comma-separated) or the system's resolvers. */
@@ -19,6 +20,7 @@ export function createDnsResolver(servers: string[] | undefined): DnsResolver {
 export async function lookup(dns: DnsResolver, record: DnsRecord): Promise<Lookup> {
   try {
     if (record.type === 'MX') return { mx: await dns.resolveMx(record.name) };
+    if (record.type === 'CNAME') return { cname: await dns.resolveCname(record.name) };
     // A TXT record may arrive in 255-byte chunks; they form one string.
     return { txt: (await dns.resolveTxt(record.name)).map((chunks) => chunks.join('')) };
   } catch {

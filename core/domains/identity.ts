@@ -2,6 +2,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import type { DnsRecord } from '../../db/entities';
 import { createSecrets, deriveKey, loadSecretsKey, type Secrets } from '../secrets';
 import { createReturnPaths, type ReturnPaths } from '../bounces/verp';
+import { createRecipientLinks, type RecipientLinks } from '../recipient-links';
 
 /** What a new domain publishes: a DKIM key under a selector, and a return-path host for bounces. */
 export interface DomainIdentity {
@@ -17,24 +18,32 @@ export interface PlatformDns {
   bounceMx: string;
   /** SPF include of every return-path host: the platform's sending addresses. */
   spfInclude: string;
+  /** CNAME target of every tracking host: where open pixels and click redirects are answered. */
+  trackingTarget: string;
 }
 
 /** The platform's own names every domain's return-path records point at. */
 export function platformDns(mailDomain: string): PlatformDns {
-  return { bounceMx: `feedback-smtp.${mailDomain}`, spfInclude: `_spf.${mailDomain}` };
+  return { bounceMx: `feedback-smtp.${mailDomain}`, spfInclude: `_spf.${mailDomain}`, trackingTarget: `track.${mailDomain}` };
 }
 
-/** What making and signing with domain identities needs, from configuration (SECRETS_KEY, PLATFORM_MAIL_DOMAIN). */
-export function identityDeps(config: { secretsKey: string | undefined; dataDir: string; platformMailDomain: string }): {
+/**
+ * What making and signing with domain identities needs, from configuration (SECRETS_KEY,
+ * PLATFORM_MAIL_DOMAIN), and the recipients' signed links under PUBLIC_URL (`publicUrl`, which
+ * defaults to http://localhost:PORT).
+ */
+export function identityDeps(config: { secretsKey: string | undefined; dataDir: string; platformMailDomain: string; publicUrl: string }): {
   secrets: Secrets;
   platform: PlatformDns;
   returnPaths: ReturnPaths;
+  links: RecipientLinks;
 } {
   const key = loadSecretsKey(config.secretsKey, config.dataDir);
   return {
     secrets: createSecrets(key),
     platform: platformDns(config.platformMailDomain),
     returnPaths: createReturnPaths(deriveKey(key, 'verp')),
+    links: createRecipientLinks(key, config.publicUrl),
   };
 }
 
@@ -67,8 +76,25 @@ export function newDomainIdentity(domain: string, platform: PlatformDns, now = n
   };
 }
 
+/**
+ * The CNAME record of a domain's tracking host (issue 16): the host points at the platform's
+ * tracking target. Not required: it never decides the domain's own status; tracking itself needs
+ * this record `verified` (and the domain's `tracking_host`).
+ */
+export function trackingRecord(trackingHost: string, platform: PlatformDns): DnsRecord {
+  return {
+    purpose: 'tracking',
+    type: 'CNAME',
+    name: trackingHost,
+    value: platform.trackingTarget,
+    required: false,
+    observed: null,
+    status: 'pending',
+  };
+}
+
 /** What DNS answered at a record's name. */
-export type Lookup = { txt: string[] } | { mx: { exchange: string; priority: number }[] } | { error: 'missing' };
+export type Lookup = { txt: string[] } | { mx: { exchange: string; priority: number }[] } | { cname: string[] } | { error: 'missing' };
 
 const squash = (s: string) => s.replace(/\s+/g, '').toLowerCase();
 const host = (s: string) => s.replace(/\.$/, '').toLowerCase();
@@ -83,6 +109,14 @@ export function evaluate(record: DnsRecord, lookup: Lookup): DnsRecord {
       ...record,
       observed: observed || null,
       status: lookup.mx.some((m) => host(m.exchange) === target) ? 'verified' : lookup.mx.length ? 'mismatch' : 'missing',
+    };
+  }
+  if ('cname' in lookup) {
+    const targets = lookup.cname.map(host);
+    return {
+      ...record,
+      observed: targets.join(', ') || null,
+      status: targets.includes(host(record.value)) ? 'verified' : targets.length ? 'mismatch' : 'missing',
     };
   }
   const observed = lookup.txt.join(' | ') || null;

@@ -18,7 +18,7 @@ export interface DomainVerificationDeps {
  * `verified` when every required record matches. Shared by the workflow's activity and the API's
  * "verify now". A verified domain stays verified: a failed re-check only updates what was observed.
  */
-export async function checkDomain(deps: DomainVerificationDeps, domainId: string): Promise<CheckDomainResult> {
+export async function checkDomain(deps: DomainVerificationDeps, domainId: string, attempt = 1): Promise<CheckDomainResult> {
   const em = deps.orm.em.fork();
   const domain = await em.findOne(Domain, { id: domainId });
   if (!domain || domain.deletedAt) return { status: 'deleted' };
@@ -26,11 +26,14 @@ export async function checkDomain(deps: DomainVerificationDeps, domainId: string
   const matched = records.length > 0 && records.every((r) => !r.required || r.status === 'verified');
   const now = deps.clock.now();
   const status = domain.status === 'verified' || matched ? 'verified' : 'pending';
-  await em.nativeUpdate(
+  // Written only if the tracking host (whose change rewrites `records`, PATCH /domains/:id) is
+  // still the one read: a check that raced such a change must not put the old records back.
+  const written = await em.nativeUpdate(
     Domain,
-    { id: domainId },
+    { id: domainId, trackingHost: domain.trackingHost },
     { records, lastCheckedAt: now, status, ...(status === 'verified' && !domain.verifiedAt ? { verifiedAt: now } : {}) },
   );
+  if (!written) return attempt < 3 ? checkDomain(deps, domainId, attempt + 1) : { status: domain.status };
   deps.log.info({ domainId, status, records: records.map((r) => `${r.purpose}:${r.status}`) }, 'domain checked');
   return { status };
 }

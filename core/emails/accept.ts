@@ -2,15 +2,41 @@ import type { Orm } from '../../db/orm';
 import type { EmailSource } from '../../db/entities';
 import { uuidv7 } from '../../db/ids';
 import { findIdempotencyReplays } from '../../db/sql/idempotency-replays';
-import { ServiceError } from '../errors';
+import { ServiceError, validationError } from '../errors';
+import type { StoreResult } from '../../db/sql/store-emails';
 import { invalidKey, rateLimited } from '../auth';
 import type { PreparedEmail } from './prepare';
 import type { GroupStore, StoreRequest } from './group-store';
+
+/** The error of a message the store statement refused for its sender domain or topic. */
+function refusal(code: Exclude<StoreResult['refused'][number]['code'], 'template_changed'>, item: PreparedEmail): ServiceError {
+  switch (code) {
+    case 'domain_not_verified':
+      return new ServiceError(
+        'domain_not_verified',
+        `${item.fromDomain} is not a verified domain of this organization allowed for this key`,
+      );
+    case 'stream_mismatch':
+      return new ServiceError('stream_mismatch', `kind ${item.kind} is bulk mail; ${item.fromDomain} is a transactional-stream domain`);
+    case 'unknown_topic':
+      return new ServiceError('unknown_topic', `topic ${item.topic} is not a topic of this organization`, [
+        { field: 'topic', message: 'no such topic' },
+      ]);
+    case 'tracking_host':
+      return validationError(
+        `track needs a verified tracking host on ${item.fromDomain} (PATCH /domains/:id tracking_host, then its CNAME)`,
+        [{ field: 'track', message: 'the sender domain has no verified tracking host' }],
+      );
+  }
+}
 
 /** A send request whose authentication rides on the statement that stores it: only its token's hash. */
 export interface Credentials {
   tokenHash: string;
 }
+
+/** What the store statement authenticates: a request's token, or (a broadcast's fan-out) the key that created it. */
+export type StoreCredentials = Credentials | { keyId: string };
 
 /**
  * The message was rendered from a template version that, by the time the store statement ran, was
@@ -55,7 +81,7 @@ export interface AcceptOptions {
  */
 export async function acceptEmails(
   deps: AcceptDeps,
-  credentials: Credentials,
+  credentials: StoreCredentials,
   items: PreparedEmail[],
   opts: AcceptOptions,
 ): Promise<AcceptResult[]> {
@@ -92,6 +118,11 @@ export async function acceptEmails(
       headers: item.headers,
       tags: item.tags,
       kind: item.kind,
+      topic: item.topic,
+      given_topic_id: item.topicId ?? null,
+      broadcast_id: item.broadcastId ?? null,
+      track_opens: item.trackOpens,
+      track_clicks: item.trackClicks,
       scheduled_at: item.scheduledAt?.toISOString() ?? null,
       template_id: item.templateId,
       template_version: item.templateVersion,
@@ -114,7 +145,8 @@ export async function acceptEmails(
   });
 
   const row = await deps.store.store({
-    tokenHash: credentials.tokenHash,
+    tokenHash: 'tokenHash' in credentials ? credentials.tokenHash : null,
+    ...('keyId' in credentials ? { keyId: credentials.keyId } : {}),
     cost: opts.cost,
     prepaid: opts.prepaid ?? false,
     emails,
@@ -137,12 +169,7 @@ export async function acceptEmails(
   }
   for (const f of row.refused) {
     const item = items[byId.get(f.id)!];
-    results[byId.get(f.id)!] =
-      f.code === 'template_changed'
-        ? TEMPLATE_CHANGED
-        : f.code === 'domain_not_verified'
-          ? new ServiceError('domain_not_verified', `${item.fromDomain} is not a verified domain of this organization allowed for this key`)
-          : new ServiceError('stream_mismatch', `kind ${item.kind} is bulk mail; ${item.fromDomain} is a transactional-stream domain`);
+    results[byId.get(f.id)!] = f.code === 'template_changed' ? TEMPLATE_CHANGED : refusal(f.code, item);
   }
 
   // Items the insert skipped hold a key that another message (earlier, or concurrent) already took.

@@ -5,7 +5,9 @@ import { storeEmails, type StoreParams, type StoreResult, type StoreRow } from '
 
 /** One send request: its credentials, its cost against the key's rate, and its rows. */
 export interface StoreRequest {
-  tokenHash: string;
+  /** The API key's token (a request), or the key itself (a broadcast's fan-out, authorized at creation). */
+  tokenHash: string | null;
+  keyId?: string;
   cost: number;
   /** Charged before (a batch's reservation): admitted without a charge. */
   prepaid: boolean;
@@ -77,7 +79,7 @@ export class GroupStore {
       for (const x of r.recipients) recipients.push({ ...x, pos: recipients.length });
     });
     const row = await storeEmails(this.orm, {
-      requests: requests.map((r, req) => ({ req, token_hash: r.tokenHash, cost: r.cost, prepaid: r.prepaid })),
+      requests: requests.map((r, req) => ({ req, token_hash: r.tokenHash, key_id: r.keyId ?? null, cost: r.cost, prepaid: r.prepaid })),
       emails,
       recipients,
       attachments: requests.flatMap((r) => r.attachments),

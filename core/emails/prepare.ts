@@ -43,6 +43,14 @@ export interface PreparedEmail {
   headers: Record<string, string>;
   tags: Tag[];
   kind: string | null;
+  /** Topic slug of bulk mail (the store statement resolves it; unknown → unknown_topic). */
+  topic: string | null;
+  /** `track`: the store statement requires a verified tracking host on the sender domain. */
+  trackOpens: boolean;
+  trackClicks: boolean;
+  /** Set by a broadcast's fan-out: its topic by id, and the broadcast each message belongs to. */
+  topicId?: string | null;
+  broadcastId?: string | null;
   scheduledAt: Date | null;
   idempotencyKey: string | null;
   attachments: { filename: string; contentType: string; content: Buffer }[];
@@ -78,9 +86,6 @@ export function prepareEmail(input: unknown, opts: PrepareOptions): PreparedEmai
       );
     }
     template = parseTemplateRequest(input.template);
-  }
-  if (input.track !== undefined) {
-    throw new ServiceError('unsupported_feature', 'track (open and click tracking) is not yet supported by this server');
   }
   if (isPlainObject(input.headers)) {
     const reserved = Object.keys(input.headers).filter((h) => RESERVED_HEADERS.has(h.toLowerCase()));
@@ -141,6 +146,19 @@ export function prepareEmail(input: unknown, opts: PrepareOptions): PreparedEmai
     ]);
   }
 
+  const trackOpens = body.track?.opens === true;
+  const trackClicks = body.track?.clicks === true;
+  if ((trackOpens || trackClicks) && recipients.length !== 1) {
+    throw validationError('track needs exactly one recipient: opens and clicks are recorded per message', [
+      { field: 'track', message: 'tracking needs exactly one recipient' },
+    ]);
+  }
+  if (body.topic !== undefined && !isBulkKind(kind)) {
+    throw validationError('topic is for bulk kinds (bulk., broadcast., digest., sequence.): only they carry an unsubscribe link', [
+      { field: 'topic', message: 'needs a bulk kind' },
+    ]);
+  }
+
   let scheduledAt: Date | null = null;
   if (body.scheduled_at !== undefined) {
     scheduledAt = parseTimestamp(body.scheduled_at, { requireOffset: true })!;
@@ -192,6 +210,9 @@ export function prepareEmail(input: unknown, opts: PrepareOptions): PreparedEmai
     headers,
     tags,
     kind,
+    topic: body.topic ?? null,
+    trackOpens,
+    trackClicks,
     scheduledAt,
     idempotencyKey: opts.inBatch ? (body.idempotency_key ?? null) : (opts.headerIdempotencyKey ?? body.idempotency_key ?? null),
     attachments,

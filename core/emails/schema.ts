@@ -42,7 +42,7 @@ const isBase64 = (s: string) => s.length % 4 === 0 && BASE64_CHARS.test(s);
 const MIME_TYPE =
   /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(\s*;\s*[A-Za-z0-9!#$&^_.+-]+=("[^"\r\n]*"|[A-Za-z0-9!#$&^_.+-]+))*$/;
 
-const address = () =>
+export const address = () =>
   yup
     .string()
     .strict()
@@ -99,6 +99,26 @@ export const attachmentSchema = yup
   .noUnknown(true, '${path} has unknown field(s): ${unknown}')
   .strict();
 
+/** A message class (sends and broadcasts). */
+export const kindField = () =>
+  yup
+    .string()
+    .strict()
+    .min(1)
+    .max(64)
+    .matches(/^[A-Za-z0-9_.:-]+$/, 'kind may contain only A-Z, a-z, 0-9, _ . : -');
+
+/** An ISO 8601 time with an offset (the range is checked where it is used). */
+export const scheduledAtField = () =>
+  yup
+    .string()
+    .strict()
+    .test(
+      'iso',
+      'scheduled_at must be an ISO 8601 timestamp with an offset, e.g. 2026-01-01T09:00:00Z',
+      (v) => v === undefined || parseTimestamp(v, { requireOffset: true }) !== null,
+    );
+
 export const sendEmailSchema = yup
   .object({
     from: address().required(),
@@ -127,24 +147,19 @@ export const sendEmailSchema = yup
         (v) => !isPlainObject(v) || Object.values(v).every((x) => typeof x !== 'string' || (x.length <= 1000 && NO_LINE_BREAKS.test(x))),
       ),
     tags: yup.array().strict().of(tagSchema).max(20),
-    kind: yup
-      .string()
-      .strict()
-      .min(1)
-      .max(64)
-      .matches(/^[A-Za-z0-9_.:-]+$/, 'kind may contain only A-Z, a-z, 0-9, _ . : -'),
-    scheduled_at: yup
-      .string()
-      .strict()
-      .test(
-        'iso',
-        'scheduled_at must be an ISO 8601 timestamp with an offset, e.g. 2026-01-01T09:00:00Z',
-        (v) => v === undefined || parseTimestamp(v, { requireOffset: true }) !== null,
-      ),
+    kind: kindField(),
+    scheduled_at: scheduledAtField(),
     idempotency_key: yup.string().strict().min(1).max(256),
     attachments: yup.array().strict().of(attachmentSchema).max(MAX_ATTACHMENTS),
     template: yup.mixed(),
-    track: yup.mixed(),
+    track: yup
+      .object({ opens: yup.boolean().strict(), clicks: yup.boolean().strict() })
+      .noUnknown(true, 'track has unknown field(s): ${unknown}')
+      .strict()
+      .default(undefined),
+    // An extension of the spec's fields: the topic a bulk message is about (its unsubscribe link
+    // leaves that topic only). Broadcasts set it from their own `topic`.
+    topic: yup.string().strict().min(1).max(64),
   })
   .noUnknown(true, 'unknown field(s): ${unknown}')
   .strict();

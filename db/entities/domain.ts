@@ -5,9 +5,9 @@ export type DomainStatus = 'pending' | 'verified';
 
 /** One DNS record to publish, and what the last verification saw at its name. */
 export interface DnsRecord {
-  /** dkim, return_path_mx, return_path_spf, dmarc */
+  /** dkim, return_path_mx, return_path_spf, dmarc, tracking */
   purpose: string;
-  type: 'TXT' | 'MX';
+  type: 'TXT' | 'MX' | 'CNAME';
   name: string;
   value: string;
   /** Needed for `verified`; the DMARC record is a suggestion. */
@@ -31,6 +31,8 @@ export class Domain {
   dkimPrivateKeyEnc: string | null = null;
   /** Envelope sender host (bounces), covered by the SPF and MX records. */
   returnPathHost: string | null = null;
+  /** Host of open pixels and click redirects (issue 16); its CNAME is the record with purpose `tracking`. */
+  trackingHost: string | null = null;
   records: DnsRecord[] = [];
   /** Warm-up stage (1 to 7, core/limits/caps.ts); null: warm-up off, no domain cap. */
   warmupStage: number | null = null;
@@ -58,6 +60,7 @@ export const DomainSchema = new EntitySchema<Domain>({
     dkimPublicKey: { type: 'text', nullable: true },
     dkimPrivateKeyEnc: { type: 'text', nullable: true, lazy: true },
     returnPathHost: { type: 'text', nullable: true },
+    trackingHost: { type: 'text', nullable: true },
     records: { type: 'json' },
     warmupStage: { type: 'integer', nullable: true },
     warmupCheckedOn: { type: 'string', columnType: 'date', nullable: true },

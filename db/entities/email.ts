@@ -8,7 +8,7 @@ export type WaitingReason = 'platform_daily_cap' | 'organization_daily_cap' | 'd
 export type EmailStatus =
   'queued' | 'sending' | 'sent' | 'delivered' | 'bounced' | 'complained' | 'failed' | 'suppressed' | 'canceled' | 'unconfirmed';
 
-export type EmailSource = 'api' | 'smtp';
+export type EmailSource = 'api' | 'smtp' | 'broadcast';
 
 export interface Tag {
   name: string;
@@ -31,6 +31,13 @@ export class Email {
   headers: Record<string, string> = {};
   tags: Tag[] = [];
   kind: string | null = null;
+  /** The broadcast it is one message of (issue 18). */
+  broadcastId: string | null = null;
+  /** The topic a bulk message is about: its unsubscribe link leaves that topic only (issue 16). */
+  topicId: string | null = null;
+  /** Open pixel and click redirects through the sender domain's tracking host. */
+  trackOpens = false;
+  trackClicks = false;
   mode!: KeyMode;
   /** The ingress that accepted it: the REST API or the SMTP relay. */
   source: EmailSource = 'api';
@@ -75,6 +82,10 @@ export const EmailSchema = new EntitySchema<Email>({
     headers: { type: 'json' },
     tags: { type: 'json' },
     kind: { type: 'text', nullable: true },
+    broadcastId: { type: 'uuid', nullable: true },
+    topicId: { type: 'uuid', nullable: true },
+    trackOpens: { type: 'boolean' },
+    trackClicks: { type: 'boolean' },
     mode: { type: 'text' },
     source: { type: 'text' },
     status: { type: 'text' },

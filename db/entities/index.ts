@@ -12,6 +12,7 @@ import { TopicSchema } from './topic';
 import { SegmentSchema } from './segment';
 import { TemplateSchema, TemplateVersionSchema } from './template';
 import { WebhookEndpointSchema, WebhookDeliverySchema } from './webhook';
+import { BroadcastSchema } from './broadcast';
 
 export * from './organization';
 export * from './domain';
@@ -27,8 +28,10 @@ export * from './topic';
 export * from './segment';
 export * from './template';
 export * from './webhook';
+export * from './broadcast';
 
 export const entities = [
+  BroadcastSchema,
   OrganizationSchema,
   DomainSchema,
   ApiKeySchema,

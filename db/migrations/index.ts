@@ -11,6 +11,8 @@ import { Migration20261127000000_email_source } from './Migration20261127000000_
 import { Migration20261128000000_bounces } from './Migration20261128000000_bounces';
 import { Migration20261129000000_send_caps } from './Migration20261129000000_send_caps';
 import { Migration20261130000000_webhook_batches } from './Migration20261130000000_webhook_batches';
+import { Migration20261201000000_bulk_recipients } from './Migration20261201000000_bulk_recipients';
+import { Migration20261202000000_broadcasts } from './Migration20261202000000_broadcasts';
 
 /** Listed explicitly so migrations run the same from TypeScript sources and from any bundle. */
 export const migrationsList: MigrationObject[] = [
@@ -26,4 +28,6 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261128000000_bounces', class: Migration20261128000000_bounces },
   { name: 'Migration20261129000000_send_caps', class: Migration20261129000000_send_caps },
   { name: 'Migration20261130000000_webhook_batches', class: Migration20261130000000_webhook_batches },
+  { name: 'Migration20261201000000_bulk_recipients', class: Migration20261201000000_bulk_recipients },
+  { name: 'Migration20261202000000_broadcasts', class: Migration20261202000000_broadcasts },
 ];

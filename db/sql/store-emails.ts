@@ -18,7 +18,7 @@ export interface StoredRequest {
 export interface StoreResult {
   requests: StoredRequest[];
   stored: { id: string; status: 'queued' | 'suppressed'; suppressed: string[] }[];
-  refused: { id: string; code: 'template_changed' | 'domain_not_verified' | 'stream_mismatch' }[];
+  refused: { id: string; code: 'template_changed' | 'domain_not_verified' | 'stream_mismatch' | 'unknown_topic' | 'tracking_host' }[];
 }
 
 /**
@@ -42,10 +42,14 @@ export interface StoreResult {
  *   and the caller renders it again (core/templates/resolver.ts remembers resolutions, so this
  *   check is what keeps them exact).
  * - The sender domain must be a verified, undeleted domain of the key's organization that the key
- *   may use; bulk kinds need a bulk-stream domain. Other messages are refused, each on its own.
- * - A recipient is suppressed when its organization's suppression list holds the address; a
- *   message whose every recipient is suppressed is stored as `suppressed` and never queued
- *   (enqueued_at is set).
+ *   may use; bulk kinds need a bulk-stream domain; a `topic` must name a topic of the
+ *   organization; tracking needs the domain's tracking host with its CNAME verified. Other
+ *   messages are refused, each on its own.
+ * - A recipient is suppressed when its organization's suppression list holds the address, and,
+ *   for bulk kinds only, when its contact is `unsubscribed` or `bounced` or has left the
+ *   message's topic (an explicit `unsubscribed` row): the event's detail then says which
+ *   (`unsubscribed`, `bounced`). A message whose every recipient is suppressed is stored as
+ *   `suppressed` and never queued (enqueued_at is set).
  * - A message whose idempotency key its organization already used is skipped (`do nothing`,
  *   after waiting for a concurrent holder to commit); the caller answers it as a replay. Its
  *   recipients, events and attachments are skipped with it: each child insert joins the rows
@@ -58,10 +62,16 @@ export interface StoreResult {
  */
 const STORE_EMAILS_SQL = `
 with q as (
-  select * from jsonb_to_recordset($1::jsonb) as x(req int, token_hash text, cost int, prepaid boolean)
+  select * from jsonb_to_recordset($1::jsonb) as x(req int, token_hash text, key_id uuid, cost int, prepaid boolean)
 ), k as (
   select q.req, q.cost, q.prepaid, a.id, a.organization_id, a.mode, a.domain_ids, ${capOf('a.rate_limit')} as cap
-    from q cross join lateral (select a.* from ${keyForToken('q.token_hash')}) a
+    from q cross join lateral (
+      select a.* from ${keyForToken('q.token_hash')}
+      union all
+      -- A broadcast's fan-out names the key that created it (authorized then; a revocation since
+      -- does not stop it, cancel does).
+      select a.* from api_keys a where q.token_hash is null and a.id = q.key_id
+    ) a
 ), kc as (
   select id, sum(cost)::int as n from k group by id
 ), charged as (
@@ -74,12 +84,19 @@ with q as (
   -- Single sends only (a batch reserved before its body was read, so it comes prepaid).
   select upto.*, (prepaid or ${admits('(used_after - cost)', 'cost', 'cap', 'false')}) as admitted from upto
 ), m as (
-  select x.*, p.organization_id as org, p.id as api_key, p.mode, d.id as domain_id, d.name as domain_name, d.stream, tv.template_ok
+  select x.*, p.organization_id as org, p.id as api_key, p.mode, d.id as domain_id, d.name as domain_name, d.stream, tv.template_ok,
+         tp.id as topic_id,
+         case when not tv.template_ok then 'template_changed'
+              when d.id is null then 'domain_not_verified'
+              when x.bulk and d.stream <> 'bulk' then 'stream_mismatch'
+              when (x.topic is not null or x.given_topic_id is not null) and tp.id is null then 'unknown_topic'
+              when (x.track_opens or x.track_clicks) and not d.tracking_ok then 'tracking_host'
+         end as refusal
     from jsonb_to_recordset($2::jsonb) as x(
       req int, id uuid, pos int, at timestamptz, from_domain text, bulk boolean, from_address text, to_addresses jsonb,
       cc_addresses jsonb, bcc_addresses jsonb, reply_to text, subject text, html text, text text, headers jsonb, tags jsonb,
-      kind text, scheduled_at timestamptz, idempotency_key text, template_id uuid, template_version int,
-      template_latest boolean, source text)
+      kind text, topic text, given_topic_id uuid, track_opens boolean, track_clicks boolean, scheduled_at timestamptz, idempotency_key text,
+      template_id uuid, template_version int, template_latest boolean, source text, broadcast_id uuid)
     join p on p.req = x.req and p.admitted
     cross join lateral (
       -- Versions go only with their template, so the template row alone answers both questions.
@@ -94,29 +111,51 @@ with q as (
           as template_ok
     ) tv
     left join lateral (
-      select d.id, d.name, d.stream from domains d
+      select d.id, d.name, d.stream,
+             d.tracking_host is not null and exists (
+               select 1 from jsonb_array_elements(d.records) rec
+                where rec->>'purpose' = 'tracking' and rec->>'status' = 'verified' and rec->>'name' = d.tracking_host) as tracking_ok
+        from domains d
        where d.organization_id = p.organization_id and lower(d.name) = x.from_domain and d.status = 'verified'
          and d.deleted_at is null and (p.domain_ids is null or p.domain_ids @> jsonb_build_array(d.id::text))
        limit 1
     ) d on true
+    left join topics tp on tp.organization_id = p.organization_id
+          and (tp.slug = x.topic or (x.topic is null and tp.id = x.given_topic_id))
 ), ok as (
-  select * from m where template_ok and domain_id is not null and (not bulk or stream = 'bulk')
+  select * from m where refusal is null
 ), r as (
-  select x.*, ok.org, ok.at,
-         exists (select 1 from suppressions s where s.organization_id = ok.org and s.email = x.address) as suppressed
+  select x.*, ok.org, ok.at, dr.reason is not null as suppressed, dr.reason
     from jsonb_to_recordset($3::jsonb) as x(id uuid, email_id uuid, pos int, address text, field text)
     join ok on ok.id = x.email_id
+    cross join lateral (
+      select case
+        when exists (select 1 from suppressions s where s.organization_id = ok.org and s.email = x.address) then 'list'
+        when ok.bulk then (
+          select case when c.status <> 'subscribed' then c.status
+                      when ok.topic_id is not null and exists (
+                        select 1 from subscriptions sb where sb.contact_id = c.id and sb.topic_id = ok.topic_id and sb.state = 'unsubscribed')
+                        then 'unsubscribed' end
+            from contacts c where c.organization_id = ok.org and c.email = x.address)
+      end as reason
+    ) dr
+), ra as (
+  select email_id, bool_and(suppressed) as all_suppressed,
+         coalesce(json_agg(address order by pos) filter (where suppressed), '[]') as suppressed_addresses
+    from r group by email_id
 ), e as (
   insert into emails (id, organization_id, api_key_id, domain_id, from_address, to_addresses, cc_addresses, bcc_addresses,
                       reply_to, subject, html, text, headers, tags, kind, mode, status, scheduled_at, message_id,
-                      idempotency_key, enqueued_at, created_at, updated_at, template_id, template_version, source, stream)
+                      idempotency_key, enqueued_at, created_at, updated_at, template_id, template_version, source, stream,
+                      topic_id, track_opens, track_clicks, broadcast_id)
   select ok.id, ok.org, ok.api_key, ok.domain_id, ok.from_address, ok.to_addresses, ok.cc_addresses, ok.bcc_addresses,
          ok.reply_to, ok.subject, ok.html, ok.text, ok.headers, ok.tags, ok.kind, ok.mode,
          case when a.all_suppressed then 'suppressed' else 'queued' end, ok.scheduled_at, '<' || ok.id || '@' || ok.domain_name || '>',
          ok.idempotency_key, case when a.all_suppressed then ok.at end, ok.at, ok.at, ok.template_id, ok.template_version, ok.source,
-         ok.stream
+         ok.stream, ok.topic_id, coalesce(ok.track_opens, false), coalesce(ok.track_clicks, false),
+         ok.broadcast_id
     from ok
-    cross join lateral (select bool_and(r.suppressed) as all_suppressed from r where r.email_id = ok.id) a
+    join ra a on a.email_id = ok.id
    order by ok.pos
   on conflict (organization_id, idempotency_key) where idempotency_key is not null do nothing
   returning id, status
@@ -125,8 +164,9 @@ with q as (
   select r.id, r.email_id, r.address, r.field, case when r.suppressed then 'suppressed' else 'pending' end, 0, r.at
     from r join e on e.id = r.email_id
 ), ev as (
-  insert into email_events (email_id, organization_id, type, recipient, at)
-  select r.email_id, r.org, case when r.suppressed then 'suppressed' else 'queued' end, r.address, r.at
+  insert into email_events (email_id, organization_id, type, recipient, at, detail)
+  select r.email_id, r.org, case when r.suppressed then 'suppressed' else 'queued' end, r.address, r.at,
+         case when r.reason in ('unsubscribed', 'bounced') then r.reason end
     from r join e on e.id = r.email_id
    order by r.pos
 ), att as (
@@ -139,20 +179,23 @@ select coalesce((select json_agg(json_build_object('req', q.req, 'known', p.req 
                    'rate_limit', p.cap, 'organization_id', p.organization_id))
                    from q left join p on p.req = q.req), '[]') as requests,
        coalesce((select json_agg(json_build_object('id', e.id, 'status', e.status, 'suppressed',
-                   coalesce((select json_agg(r.address order by r.pos) from r where r.email_id = e.id and r.suppressed), '[]')))
-                   from e), '[]') as stored,
-       coalesce((select json_agg(json_build_object('id', m.id,
-                   'code', case when not m.template_ok then 'template_changed'
-                                when m.domain_id is null then 'domain_not_verified' else 'stream_mismatch' end))
-                   from m where not m.template_ok or m.domain_id is null or (m.bulk and m.stream <> 'bulk')), '[]') as refused`;
+                   ra.suppressed_addresses))
+                   from e join ra on ra.email_id = e.id), '[]') as stored,
+       coalesce((select json_agg(json_build_object('id', m.id, 'code', m.refusal)) from m where m.refusal is not null), '[]') as refused`;
 
-const STORE_EMAILS: PreparedStatement = { name: 'store_emails_v11', text: STORE_EMAILS_SQL };
+/**
+ * Hash joins only: the statement joins its own rows (messages, recipients, what was inserted),
+ * and PostgreSQL, which cannot know how many rows a JSON parameter holds, planned nested loops
+ * over them, whose cost grows with the square of the group (1,000 messages: ~900 ms, most of it in
+ * three such loops). Its lateral lookups (key, domain, contact) stay nested loops, as they must.
+ */
+const STORE_EMAILS: PreparedStatement = { name: 'store_emails_v14', text: STORE_EMAILS_SQL, settings: ['enable_nestloop = off'] };
 
 /** A row for one of the statement's JSON arrays, columns named as in the statement. */
 export type StoreRow<Key extends string> = Record<Key, string> & Record<string, unknown>;
 
 export interface StoreParams {
-  requests: { req: number; token_hash: string; cost: number; prepaid: boolean }[];
+  requests: { req: number; token_hash: string | null; key_id: string | null; cost: number; prepaid: boolean }[];
   emails: StoreRow<'id'>[];
   recipients: StoreRow<'email_id'>[];
   attachments: StoreRow<'email_id'>[];

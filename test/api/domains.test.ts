@@ -7,6 +7,10 @@ import { waitFor } from '../support/wait';
 import { createKey, createDomain } from '../../core/provisioning';
 import { svcJson } from '../support/child';
 import { tempDir } from '../support/pg';
+import { checkDomain } from '../../core/domains/verification';
+import type { DnsResolver } from '../../core/domains/dns';
+import { systemClock } from '../../core/clock';
+import pino from 'pino';
 
 interface RecordView {
   purpose: string;
@@ -31,7 +35,9 @@ describe('API: domains, DKIM and DNS verification', function () {
     for (const r of records) {
       if (opts.skip?.includes(r.purpose)) continue;
       const value = opts.alter?.[r.purpose] ?? r.value;
-      if (r.type === 'MX') {
+      if (r.type === 'CNAME') {
+        env.dns.cname.set(r.name, value);
+      } else if (r.type === 'MX') {
         const [priority, exchange] = value.split(' ');
         env.dns.mx.set(r.name, [{ priority: Number(priority), exchange }]);
       } else {
@@ -255,7 +261,9 @@ describe('API: domains, DKIM and DNS verification', function () {
       ['GET', `/api/v1/domains/${theirs.id}`],
       ['POST', `/api/v1/domains/${theirs.id}/verify`],
       ['DELETE', `/api/v1/domains/${theirs.id}`],
+      ['PATCH', `/api/v1/domains/${theirs.id}`],
       ['GET', '/api/v1/domains/nope'],
+      ['PATCH', '/api/v1/domains/nope'],
     ]) {
       const res = await t.call(method, path, { as: 'admin' });
       assert.equal(res.status, 404, `${method} ${path}`);
@@ -278,5 +286,226 @@ describe('API: domains, DKIM and DNS verification', function () {
       (await t.call('POST', '/api/v1/domains', { as: 'test', body: { name: fresh() } })).body.error.code,
       'test_key_not_allowed',
     );
+  });
+
+  describe('tracking host (PATCH /domains/:id)', () => {
+    const sql = () => env.service.db.orm.em.fork().getConnection();
+    const patch = (id: string, body: unknown, as: 'admin' | 'send' | 'test' = 'admin') =>
+      t.call('PATCH', `/api/v1/domains/${id}`, { as, body });
+    const tracking = (d: { records: RecordView[] }) => d.records.filter((r) => r.purpose === 'tracking');
+    /** The platform's mail domain, read from the return-path MX every domain points at. */
+    const platformOf = (d: { records: RecordView[] }) =>
+      d.records.find((r) => r.purpose === 'return_path_mx')!.value.split(' feedback-smtp.')[1];
+    /** What the send path reads: the domain's tracking host with a verified tracking record of that name. */
+    const trackingOk = async (id: string) =>
+      (
+        await sql().execute(
+          `select d.tracking_host is not null and exists (
+             select 1 from jsonb_array_elements(d.records) rec
+              where rec->>'purpose' = 'tracking' and rec->>'status' = 'verified' and rec->>'name' = d.tracking_host) as ok
+             from domains d where d.id = ?`,
+          [id],
+        )
+      )[0].ok as boolean;
+
+    it('sets the host: its CNAME record joins the records, is checked at once and by verify now, and never decides the domain status', async () => {
+      const made = await create();
+      publish(made.records);
+      assert.equal((await t.call('POST', `/api/v1/domains/${made.id}/verify`, { as: 'admin' })).body.status, 'verified');
+      const host = `links.${made.name}`;
+      let res = await patch(made.id, { tracking_host: ` Links.${made.name.toUpperCase()}. ` });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.equal(res.body.object, 'domain');
+      assert.equal(res.body.tracking_host, host);
+      assert.equal(res.body.status, 'verified');
+      const target = `track.${platformOf(made)}`;
+      // Checked at once: nothing published yet.
+      assert.deepEqual(tracking(res.body), [
+        { purpose: 'tracking', type: 'CNAME', name: host, value: target, required: false, status: 'missing', observed: null },
+      ]);
+      assert.equal(res.body.records.length, made.records.length + 1);
+      assert.equal(await trackingOk(made.id), false);
+      const log = (await t.call('GET', '/api/v1/audit-log?limit=1', { as: 'admin' })).body.data[0];
+      assert.equal(log.action, 'domain.updated');
+      assert.deepEqual(log.target, { type: 'domain', id: made.id });
+      assert.deepEqual(log.details.changes, { tracking_host: host });
+      assert.equal((await t.call('GET', `/api/v1/domains/${made.id}`, { as: 'admin' })).body.tracking_host, host);
+
+      // Published (resolvers differ in case and the trailing dot): verify now finds it.
+      env.dns.cname.set(host, `${target.toUpperCase()}.`);
+      res = await t.call('POST', `/api/v1/domains/${made.id}/verify`, { as: 'admin' });
+      assert.equal(res.body.status, 'verified');
+      assert.deepEqual(
+        tracking(res.body).map((r) => [r.status, r.observed]),
+        [['verified', target]],
+      );
+      assert.equal(await trackingOk(made.id), true);
+
+      // Pointed elsewhere: a mismatch showing what DNS holds; the domain stays verified.
+      env.dns.cname.set(host, 'elsewhere.example.net.');
+      res = await t.call('POST', `/api/v1/domains/${made.id}/verify`, { as: 'admin' });
+      assert.equal(res.body.status, 'verified');
+      assert.deepEqual(
+        tracking(res.body).map((r) => [r.status, r.observed]),
+        [['mismatch', 'elsewhere.example.net']],
+      );
+      assert.equal(await trackingOk(made.id), false);
+
+      // The same host again with the record in place changes nothing (no audit entry).
+      const audits = async () =>
+        Number((await sql().execute('select count(*) as n from audit_log where organization_id = ?', [t.orgId]))[0].n);
+      const before = await audits();
+      res = await patch(made.id, { tracking_host: host });
+      assert.equal(res.status, 200);
+      assert.equal(tracking(res.body)[0].status, 'mismatch');
+      assert.equal(await audits(), before);
+      // An empty body changes nothing either.
+      res = await patch(made.id, {});
+      assert.equal(res.status, 200);
+      assert.equal(res.body.tracking_host, host);
+      assert.equal(await audits(), before);
+
+      // Another host replaces the record (one tracking record, of the new name), checked at once.
+      const other = `t.${made.name}`;
+      env.dns.cname.set(other, target);
+      res = await patch(made.id, { tracking_host: other });
+      assert.equal(res.status, 200);
+      assert.equal(res.body.tracking_host, other);
+      assert.deepEqual(
+        tracking(res.body).map((r) => [r.name, r.status, r.observed]),
+        [[other, 'verified', target]],
+      );
+      assert.equal(await trackingOk(made.id), true);
+
+      // null removes the host and its record.
+      res = await patch(made.id, { tracking_host: null });
+      assert.equal(res.status, 200);
+      assert.equal(res.body.tracking_host, null);
+      assert.deepEqual(tracking(res.body), []);
+      assert.equal(res.body.records.length, made.records.length);
+      assert.equal(res.body.status, 'verified');
+      const [row] = await sql().execute('select tracking_host, records from domains where id = ?', [made.id]);
+      assert.equal(row.tracking_host, null);
+      assert.ok(!row.records.some((r: RecordView) => r.purpose === 'tracking'));
+      assert.equal(await trackingOk(made.id), false);
+      assert.equal((await t.call('GET', '/api/v1/audit-log?limit=1', { as: 'admin' })).body.data[0].details.changes.tracking_host, null);
+    });
+
+    it('a pending domain verifies on its required records alone, whatever its tracking record shows', async () => {
+      const made = await create();
+      const res = await patch(made.id, { tracking_host: `links.${made.name}` });
+      assert.equal(res.status, 200);
+      assert.equal(res.body.status, 'pending');
+      publish(res.body.records, { skip: ['tracking'] });
+      const done = await t.call('POST', `/api/v1/domains/${made.id}/verify`, { as: 'admin' });
+      assert.equal(done.body.status, 'verified');
+      assert.equal(tracking(done.body)[0].status, 'missing');
+    });
+
+    it('refuses bad hosts and unknown fields with 422 and writes nothing', async () => {
+      const made = await create();
+      const host = `links.${made.name}`;
+      assert.equal((await patch(made.id, { tracking_host: host })).status, 200);
+      const state = async () =>
+        JSON.stringify([
+          await sql().execute('select tracking_host, records from domains where id = ?', [made.id]),
+          await sql().execute('select count(*) as n from audit_log where organization_id = ?', [t.orgId]),
+        ]);
+      const before = await state();
+      const hostRule: unknown[] = [
+        { tracking_host: '' },
+        { tracking_host: 'localhost' },
+        { tracking_host: '192.168.1.1' },
+        { tracking_host: 'bad_host.example.com' },
+        { tracking_host: `${'a'.repeat(64)}.com` },
+        { tracking_host: `${'a.'.repeat(130)}com` },
+        { tracking_host: 'links example.com' },
+        { tracking_host: 'https://links.example.com' },
+        { tracking_host: 'links.example.com/x' },
+        { tracking_host: '*.example.com' },
+        { tracking_host: 'links.\u0000example.com' },
+        { tracking_host: made.name },
+        { tracking_host: `${made.name.toUpperCase()}.` },
+        { tracking_host: `bounces.${made.name}` },
+        { tracking_host: 'links.example.com' },
+        { tracking_host: `links.x${made.name}` },
+        { tracking_host: 42 },
+        { tracking_host: true },
+        { tracking_host: ['links.example.com'] },
+        { tracking_host: { host: 'links.example.com' } },
+      ];
+      for (const body of [
+        ...hostRule,
+        { tracking_host: 'links.example.com', name: 'x.com' },
+        { trackingHost: 'links.example.com' },
+        ['x'],
+      ]) {
+        const res = await patch(made.id, body);
+        assert.equal(res.status, 422, `${JSON.stringify(body)} → ${res.status} ${JSON.stringify(res.body)}`);
+        assert.equal(res.body.error.code, 'validation_error');
+        if (hostRule.includes(body))
+          assert.ok(
+            res.body.error.details.some((x: { field: string }) => x.field === 'tracking_host'),
+            `${JSON.stringify(body)}: ${JSON.stringify(res.body.error)}`,
+          );
+      }
+      const raw = await t.call('PATCH', `/api/v1/domains/${made.id}`, { as: 'admin', raw: '{"tracking_host":"links.example.com"' });
+      assert.equal(raw.status, 400);
+      assert.equal(await state(), before);
+    });
+
+    it("keeps others' domains out of reach and needs a live ADMIN key", async () => {
+      const theirs = (await other.call('POST', '/api/v1/domains', { as: 'admin', body: { name: fresh() } })).body;
+      const res = await patch(theirs.id, { tracking_host: `links.${theirs.name}` });
+      assert.equal(res.status, 404);
+      assert.equal(res.body.error.code, 'not_found');
+      assert.equal((await other.call('GET', `/api/v1/domains/${theirs.id}`, { as: 'admin' })).body.tracking_host, null);
+      const mine = await create();
+      const send = await patch(mine.id, { tracking_host: `links.${mine.name}` }, 'send');
+      assert.deepEqual([send.status, send.body.error.code], [403, 'forbidden']);
+      const test = await patch(mine.id, { tracking_host: `links.${mine.name}` }, 'test');
+      assert.deepEqual([test.status, test.body.error.code], [403, 'test_key_not_allowed']);
+      // A domain-restricted ADMIN key manages its own domains' tracking hosts, and no other's.
+      const { token } = await createKey(env.service.db.orm, t.orgId, {
+        name: 'ra-tracking',
+        permission: 'admin',
+        mode: 'live',
+        domainIds: [mine.id],
+        rateLimit: 1000,
+      });
+      const own = await request(env.url, 'PATCH', `/api/v1/domains/${mine.id}`, { token, body: { tracking_host: `links.${mine.name}` } });
+      assert.equal(own.status, 200);
+      assert.equal(own.body.tracking_host, `links.${mine.name}`);
+      const sibling = await request(env.url, 'PATCH', `/api/v1/domains/${t.domainId}`, {
+        token,
+        body: { tracking_host: `links.${t.domain}` },
+      });
+      assert.equal(sibling.status, 404);
+      assert.equal((await t.call('GET', `/api/v1/domains/${mine.id}`, { as: 'admin' })).body.tracking_host, `links.${mine.name}`);
+    });
+
+    it('a check that raced a change of the tracking host does not put the old records back', async () => {
+      const made = await create();
+      const host = `links.${made.name}`;
+      let patched: Promise<unknown> | undefined;
+      // The check reads the records, then (while it resolves) the host is set through the API.
+      const dns: DnsResolver = {
+        resolveTxt: async () => {
+          patched ??= patch(made.id, { tracking_host: host }).then((r) => assert.equal(r.status, 200));
+          await patched;
+          return [];
+        },
+        resolveMx: async () => [],
+        resolveCname: async () => [],
+      };
+      await checkDomain({ orm: env.service.db.orm, dns, clock: systemClock, log: pino({ level: 'silent' }) }, made.id);
+      assert.ok(patched, 'the race happened');
+      const got = (await t.call('GET', `/api/v1/domains/${made.id}`, { as: 'admin' })).body;
+      assert.equal(got.tracking_host, host);
+      assert.deepEqual(
+        tracking(got).map((r) => r.name),
+        [host],
+      );
+    });
   });
 });

@@ -21,6 +21,8 @@ interface Route {
   path: string;
   /** Reads a JSON body. */
   body?: boolean;
+  /** A recipient's page (no API key): refusals are HTML pages, not catalogued JSON errors. */
+  page?: boolean;
 }
 
 const ROUTES: Route[] = [
@@ -39,6 +41,7 @@ const ROUTES: Route[] = [
   { method: 'GET', path: '/api/v1/domains' },
   { method: 'GET', path: '/api/v1/domains/:domain' },
   { method: 'POST', path: '/api/v1/domains/:domain/verify' },
+  { method: 'PATCH', path: '/api/v1/domains/:domain', body: true },
   { method: 'DELETE', path: '/api/v1/domains/:domain' },
   { method: 'GET', path: '/api/v1/organization' },
   { method: 'PATCH', path: '/api/v1/organization', body: true },
@@ -79,6 +82,14 @@ const ROUTES: Route[] = [
   { method: 'POST', path: '/api/v1/suppressions', body: true },
   { method: 'GET', path: '/api/v1/suppressions' },
   { method: 'DELETE', path: '/api/v1/suppressions/:suppression' },
+  { method: 'POST', path: '/api/v1/broadcasts', body: true },
+  { method: 'GET', path: '/api/v1/broadcasts' },
+  { method: 'GET', path: '/api/v1/broadcasts/:broadcast' },
+  { method: 'POST', path: '/api/v1/broadcasts/:broadcast/cancel' },
+  { method: 'GET', path: '/u/:token', page: true },
+  { method: 'POST', path: '/u/:token', body: true, page: true },
+  { method: 'GET', path: '/t/o/:token', page: true },
+  { method: 'GET', path: '/t/c/:token', page: true },
   { method: 'GET', path: '/inbox' },
   { method: 'GET', path: '/inbox/messages.json' },
   { method: 'GET', path: '/inbox/:id' },
@@ -98,7 +109,7 @@ function declaredRoutes(): string[] {
     .flatMap((f) => {
       const src = fs.readFileSync(path.join(ROOT, f), 'utf8');
       // `root` is the app's own router (no prefix); a `router` lives under its file's prefix, else /api/v1.
-      const prefix = /apiRouter\('([^']+)'\)/.exec(src)?.[1] ?? '/api/v1';
+      const prefix = /apiRouter\('([^']+)'\)/.exec(src)?.[1] ?? (f.startsWith(path.join('api', 'public')) ? '' : '/api/v1');
       return [...src.matchAll(/\b(router|root)\.(get|post|put|patch|delete)\(\s*'([^']*)'/g)].map(
         (m) => `${m[2].toUpperCase()} ${((m[1] === 'root' ? '' : prefix) + (m[3] === '/' ? '' : m[3])).replace(/:[a-z_]+/g, ':x')}`,
       );
@@ -194,6 +205,38 @@ const BODIES: { name: string; raw: string; type?: string }[] = [
     name: 'suppression addresses that are not one mailbox',
     raw: '{"email":"a@x.test, b@x.test","reason":"bounce"}',
   },
+  {
+    name: 'tracking and topic shapes with prototype keys',
+    raw: '{"from":"a@x.test","to":"b@x.test","subject":"s","html":"<a href=\\"https://x.test/\\">x</a>","kind":"bulk.x","topic":"__proto__","track":{"opens":true,"clicks":true,"__proto__":{"x":1}}}',
+  },
+  {
+    name: 'tracking and topic of the wrong types',
+    raw: '{"from":"a@x.test","to":["b@x.test","c@x.test"],"subject":"s","text":"t","kind":"bulk.x","track":{"opens":"yes","clicks":null},"topic":{"slug":1}}',
+  },
+  {
+    name: 'track null, topic with NUL',
+    raw: '{"from":"a@x.test","to":"b@x.test","subject":"s","text":"t","kind":"bulk.x","track":null,"topic":"a\\u0000"}',
+  },
+  {
+    name: 'topic huge',
+    raw: JSON.stringify({
+      from: 'a@x.test',
+      to: 'b@x.test',
+      subject: 's',
+      text: 't',
+      kind: 'bulk.x',
+      topic: 'x'.repeat(100_000),
+      track: {},
+    }),
+  },
+  {
+    name: 'broadcast shapes with prototype keys',
+    raw: '{"segment_id":"__proto__","from":"a@x.test","topic":"__proto__","kind":"broadcast.__proto__","subject":"s","text":"t","template":{"__proto__":{"slug":"x"}},"scheduled_at":"+275760-09-13T00:00:00.000Z","name":"\\u0000"}',
+  },
+  {
+    name: 'broadcast values of the wrong types',
+    raw: '{"segment_id":["a"],"from":{"a":1},"topic":1,"kind":false,"subject":[],"html":{},"template":"slug","scheduled_at":0}',
+  },
   { name: 'suppression address with a display name', raw: '{"email":"Ann <ann@x.test>"}' },
   { name: 'suppression address with NUL and line breaks', raw: '{"email":"ann\\u0000@x.test\\r\\nBcc: b@x.test"}' },
   { name: 'suppression address too long', raw: JSON.stringify({ email: `${'a'.repeat(64)}@${'b'.repeat(250)}.test` }) },
@@ -209,6 +252,18 @@ const BODIES: { name: string; raw: string; type?: string }[] = [
     name: 'webhook lists repeated and odd addresses',
     raw: `{"url":"https://[::ffff:127.0.0.1]:99999/","events":[${'"email.sent",'.repeat(40)}"email.sent"],"since":"2026-02-30T00:00:00Z"}`,
   },
+  {
+    name: 'tracking host shapes with prototype keys',
+    raw: '{"tracking_host":{"__proto__":{"x":1},"constructor":"c"},"__proto__":{"tracking_host":"links.x.test"}}',
+  },
+  { name: 'tracking host with NUL', raw: '{"tracking_host":"links\\u0000.x.test"}' },
+  { name: 'tracking host with a lone surrogate', raw: '{"tracking_host":"\\ud800.x.test"}' },
+  { name: 'tracking host nested within the depth limit', raw: `{"tracking_host":${deep('{"a":', '"links.x.test"', '}', 60)}}` },
+  { name: 'tracking host as a list', raw: `{"tracking_host":[${'"links.x.test",'.repeat(1000)}"links.x.test"]}` },
+  { name: 'tracking host huge', raw: JSON.stringify({ tracking_host: `${'a.'.repeat(1_500_000)}test` }) },
+  { name: 'tracking host numbers', raw: '{"tracking_host":1e400}' },
+  { name: 'tracking host odd names', raw: '{"tracking_host":"-links-.x.test"}' },
+  { name: 'a tracking host', raw: '{"tracking_host":"Links.Fuzz.Example."}' },
   { name: 'a scalar', raw: '"text"' },
   { name: 'null', raw: 'null' },
   { name: 'broken', raw: '{"a":' },
@@ -329,9 +384,10 @@ describe('API fuzz: no 5xx and no writes for anything a client can send, on ever
             union all select row_to_json(v)::text from template_versions v join templates tm on tm.id = v.template_id where tm.organization_id = ?
             union all select row_to_json(w)::text from webhook_endpoints w where w.organization_id = ?
             union all select row_to_json(sp)::text from suppressions sp where sp.organization_id = ?
+            union all select row_to_json(b)::text from broadcasts b where b.organization_id = ?
           ) r), '')) || ':' || (select count(*) from emails where organization_id = ?) || ':' || (select count(*) from audit_log where organization_id = ?)
           || ':' || (select count(*) from webhook_deliveries where organization_id = ?) as f`,
-        Array(16).fill(t.orgId),
+        Array(17).fill(t.orgId),
       );
     return row.f;
   }
@@ -370,6 +426,21 @@ describe('API fuzz: no 5xx and no writes for anything a client can send, on ever
         body: { name: 'Fuzz', filter: { all: [{ topic: ids.topic, state: 'SUBSCRIBED' }] } },
       })
     ).body.id;
+    // A broadcast scheduled a day ahead: it never sends during the fuzz.
+    const bulkDomain = await createDomain(orm, t.orgId, `fuzz-bulk-${Date.now()}.example.test`, { verified: true, stream: 'bulk' });
+    ids.broadcast = (
+      await t.call('POST', '/api/v1/broadcasts', {
+        as: 'admin',
+        body: {
+          segment_id: ids.segment,
+          from: `news@${bulkDomain.name}`,
+          subject: 's',
+          text: 't',
+          scheduled_at: new Date(Date.now() + 86_400_000).toISOString(),
+        },
+      })
+    ).body.id;
+    assert.ok(ids.broadcast, 'the fuzz broadcast');
     ids.template = 'fuzz-template';
     await t.call('POST', '/api/v1/templates', {
       as: 'admin',
@@ -431,7 +502,12 @@ describe('API fuzz: no 5xx and no writes for anything a client can send, on ever
         return void failures.push(`${where} (another case reached a handler unguarded)`);
       if (a.status >= 500 || a.status === 0) return void failures.push(where);
       if (a.status === 429) return void failures.push(`${where} (rate limited: the shape never reached validation)`);
-      if (a.status >= 400) {
+      const page = typeof a.body === 'string' && a.body.startsWith('<!doctype html>');
+      if (r.page && page) {
+        // A recipient's link refuses with its 404 page, never a JSON error.
+        if (a.status !== 404) failures.push(`${where} (a recipient's page answered ${a.status})`);
+        if ((await fingerprint()) !== before) failures.push(`${where} (a refused request wrote something)`);
+      } else if (a.status >= 400) {
         const code = (a.body as { error?: { code?: string } })?.error?.code;
         if (!code || !(code in ERRORS)) failures.push(`${where} (no catalogued error code)`);
         if ((await fingerprint()) !== before) failures.push(`${where} (a refused request wrote something)`);

@@ -236,9 +236,9 @@ describe('API: POST /emails', function () {
     await rejects({ ...base(), from: `app@${other.domain}` }, 422, 'domain_not_verified');
   });
 
-  it('answers track with a clear not-supported error', async () => {
-    const e = await rejects({ ...base(), track: { opens: true } }, 422, 'unsupported_feature');
-    assert.match(e.message, /track/);
+  it('refuses track on a domain without a verified tracking host (test/api/bulk-mail.test.ts tracks with one)', async () => {
+    const e = await rejects({ ...base(), track: { opens: true } }, 422, 'validation_error');
+    assert.match(e.message, /tracking host/);
   });
 
   it('validates scheduled_at: ISO 8601 with offset, at most 30 days ahead', async () => {

@@ -13,6 +13,8 @@ import { WEBHOOK_EVENTS } from '../../core/webhooks/events';
 import { DBOS } from '@dbos-inc/dbos-sdk';
 import { webhookDeliveryWorkflowId } from '../../workflows/webhook-delivery';
 import { createWebhookDeliveryActivities } from '../../activities/webhook-delivery';
+import { randomBytes } from 'node:crypto';
+import { createRecipientLinks } from '../../core/recipient-links';
 
 let hooks = 0;
 
@@ -408,6 +410,7 @@ describe('API: signed webhooks', function () {
       maxBodyBytes: 1024 * 1024,
       dispatch: () => undefined,
       store: new GroupStore(env.service.db.orm, pino({ level: 'silent' })),
+      links: createRecipientLinks(randomBytes(32), 'http://localhost'),
       webhooks: {
         secrets: { encrypt: (s) => s, decrypt: (s) => s },
         policy: { allowHttp: false, allowPrivate: false },

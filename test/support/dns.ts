@@ -4,12 +4,14 @@ import { freePort } from './child';
 const { Packet } = dns2;
 
 /**
- * A real DNS server on loopback (UDP and TCP) answering TXT and MX from a zone the test edits,
- * so domain verification and DKIM verification resolve exactly what a test published.
+ * A real DNS server on loopback (UDP and TCP) answering TXT, MX and CNAME from a zone the test
+ * edits, so domain verification and DKIM verification resolve exactly what a test published.
  */
 export class TestDns {
   readonly txt = new Map<string, string[]>();
   readonly mx = new Map<string, { exchange: string; priority: number }[]>();
+  /** Name → CNAME target, answered to CNAME questions (no chasing: the other types at the name stay as published). */
+  readonly cname = new Map<string, string>();
   private server = dns2.createServer({
     udp: true,
     tcp: true,
@@ -33,6 +35,12 @@ export class TestDns {
             exchange: m.exchange,
             priority: m.priority,
           } as never);
+        }
+      } else if (q.type === Packet.TYPE.CNAME) {
+        const target = this.cname.get(name);
+        if (target !== undefined) {
+          // dns2 encodes a CNAME's target from `domain`.
+          response.answers.push({ name: q.name, type: Packet.TYPE.CNAME, class: Packet.CLASS.IN, ttl: 1, domain: target } as never);
         }
       }
       send(response);

@@ -7,6 +7,8 @@ import { systemClock } from '../../core/clock';
 import { DevInbox } from '../../smtp/dev-inbox';
 import { tempDir } from './pg';
 import type { TestEnv } from './service';
+import { randomBytes } from 'node:crypto';
+import { createRecipientLinks } from '../../core/recipient-links';
 
 /**
  * The API composed as the service composes it, with a development inbox (the shared service
@@ -27,6 +29,7 @@ export async function inboxApp(
     store: new GroupStore(env.service.db.orm, pino({ level: 'silent' })),
     inbox,
     inboxAdminOnly: opts.adminOnly,
+    links: createRecipientLinks(randomBytes(32), 'http://localhost'),
     webhooks: {
       secrets: { encrypt: (s) => s, decrypt: (s) => s },
       policy: { allowHttp: false, allowPrivate: false },
@@ -34,8 +37,8 @@ export async function inboxApp(
     },
     domains: {
       secrets: { encrypt: (s) => s, decrypt: (s) => s },
-      dns: { resolveTxt: async () => [], resolveMx: async () => [] },
-      platform: { bounceMx: 'mx.test', spfInclude: 'spf.test' },
+      dns: { resolveTxt: async () => [], resolveMx: async () => [], resolveCname: async () => [] },
+      platform: { bounceMx: 'mx.test', spfInclude: 'spf.test', trackingTarget: 'track.test' },
       clock: systemClock,
       verification: { firstDelayMs: 1000, maxDelayMs: 1000, windowMs: 1000 },
       warmup: true,

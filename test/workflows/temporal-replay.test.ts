@@ -12,6 +12,8 @@ import { HistoryBuilder } from '../support/temporal-history';
 import { WEBHOOK_DELIVERY_WORKFLOW, WAKE_SIGNAL } from '../../workflows/webhook-delivery';
 import { WEBHOOK_FIRST_ATTEMPTS_WORKFLOW } from '../../workflows/webhook-first-attempts';
 import { TASK_QUEUE } from '../support/send-email-scenarios';
+import { BROADCAST_WORKFLOW, BROADCAST_PAGE_SIZE } from '../../workflows/broadcast';
+import { WORKFLOWS } from '../../workflows';
 
 const silent = { warn() {}, info() {}, debug() {}, trace() {}, error() {}, log() {} };
 
@@ -180,6 +182,113 @@ describe('Temporal engine: bundled workflows replayed through the real worker', 
       Worker.runReplayHistory({ workflowBundle: bundle }, firstAttemptsHistory(true).history(), 'wrong-webhook-first'),
       DeterminismViolationError,
     );
+  });
+
+  /**
+   * Scheduled an hour ahead: the timer (Date.now() in the first workflow task is the start event's
+   * time, so the timer runs scheduledAtMs minus that), the audience frozen at 2,500, three pages
+   * through the cursor, then finishFanOut. Wrong twins: no timer, a history that completes
+   * without finishFanOut, and one with a fourth page the body never asks for. Replay matches
+   * commands by kind, type and sequence id only: activity arguments, timer durations and the result
+   * are not compared (pages in another order replay fine), so the twins change the command
+   * sequence, and the cursor and the result are the body tests' to check.
+   */
+  function broadcastHistory(kind: 'right' | 'no-timer' | 'no-finish' | 'extra-page'): HistoryBuilder {
+    const id = '019a0000-0000-7000-8000-0000000000c1';
+    const start = Date.UTC(2026, 10, 22, 12, 0, 0);
+    const scheduledAtMs = start + 3_600_000;
+    const h = new HistoryBuilder(
+      BROADCAST_WORKFLOW,
+      TASK_QUEUE,
+      [{ broadcastId: id, scheduledAtMs, transportRetryBaseSeconds: 30 }],
+      start,
+    );
+    h.workflowTask();
+    if (kind !== 'no-timer') {
+      const t = h.startTimer(scheduledAtMs - h.now);
+      h.advance(scheduledAtMs - h.now)
+        .fireTimer(t)
+        .workflowTask();
+    }
+    const freeze = h.scheduleActivity('freezeAudience', [id]);
+    h.advance(300).completeActivity(freeze, { state: 'sending', recipients: 2500, next: 0 }).workflowTask();
+    const pages = [
+      { from: 0, result: { next: 1000, done: false, stopped: null } },
+      { from: 1000, result: { next: 2000, done: false, stopped: null } },
+      { from: 2000, result: { next: 2500, done: true, stopped: null } },
+    ];
+    if (kind === 'extra-page') pages.push({ from: 2500, result: { next: 2500, done: true, stopped: null } });
+    for (const p of pages) {
+      const a = h.scheduleActivity('enqueuePage', [id, p.from, BROADCAST_PAGE_SIZE]);
+      h.advance(800).completeActivity(a, p.result).workflowTask();
+    }
+    if (kind !== 'no-finish') {
+      const finish = h.scheduleActivity('finishFanOut', [id]);
+      h.advance(10).completeActivity(finish, null).workflowTask();
+    }
+    return h.complete({ status: 'sending', recipients: 2500, pages: kind === 'extra-page' ? 4 : 3 });
+  }
+
+  /** Canceled before its (immediate) start: freeze answers canceled, and the run ends; wrong: a page after it. */
+  function canceledBroadcastHistory(wrong: boolean): HistoryBuilder {
+    const id = '019a0000-0000-7000-8000-0000000000c2';
+    const h = new HistoryBuilder(BROADCAST_WORKFLOW, TASK_QUEUE, [{ broadcastId: id, scheduledAtMs: null, transportRetryBaseSeconds: 30 }]);
+    h.workflowTask();
+    const freeze = h.scheduleActivity('freezeAudience', [id]);
+    h.advance(20).completeActivity(freeze, { state: 'canceled', recipients: 0, next: 0 }).workflowTask();
+    if (wrong) {
+      const a = h.scheduleActivity('enqueuePage', [id, 0, BROADCAST_PAGE_SIZE]);
+      h.advance(20).completeActivity(a, { next: 0, done: true, stopped: 'canceled' }).workflowTask();
+    }
+    return h.complete({ status: 'canceled', recipients: 0, pages: wrong ? 1 : 0 });
+  }
+
+  it('replays BroadcastFanOut: the timer to scheduled_at, the freeze, three pages through the cursor, then finishFanOut', async () => {
+    assert.equal(typeof (temporalWorkflows as Record<string, unknown>)[BROADCAST_WORKFLOW], 'function');
+    await Worker.runReplayHistory({ workflowBundle: bundle }, broadcastHistory('right').history(), 'replay-broadcast');
+  });
+
+  for (const kind of ['no-timer', 'no-finish', 'extra-page'] as const) {
+    const what = {
+      'no-timer': 'without the timer to scheduled_at',
+      'no-finish': 'that completes without finishFanOut',
+      'extra-page': 'with a page after the last',
+    }[kind];
+    it(`fails with a determinism error on a BroadcastFanOut history ${what}`, async () => {
+      await assert.rejects(
+        Worker.runReplayHistory({ workflowBundle: bundle }, broadcastHistory(kind).history(), `wrong-broadcast-${kind}`),
+        DeterminismViolationError,
+      );
+    });
+  }
+
+  it('replays a canceled BroadcastFanOut: the freeze answers canceled and the run completes at once', async () => {
+    await Worker.runReplayHistory({ workflowBundle: bundle }, canceledBroadcastHistory(false).history(), 'replay-broadcast-canceled');
+  });
+
+  it('fails with a determinism error on a canceled BroadcastFanOut history that goes on to a page', async () => {
+    await assert.rejects(
+      Worker.runReplayHistory({ workflowBundle: bundle }, canceledBroadcastHistory(true).history(), 'wrong-broadcast-canceled'),
+      DeterminismViolationError,
+    );
+  });
+
+  it('has a replay case for every workflow in WORKFLOWS, each exported from the bundle entry under its name', () => {
+    const replayed = new Set([
+      ...scenarios.map((s) => s.history(false).workflowType),
+      domainHistory(false).workflowType,
+      webhookHistory('retried').workflowType,
+      firstAttemptsHistory(false).workflowType,
+      broadcastHistory('right').workflowType,
+    ]);
+    for (const def of WORKFLOWS) {
+      assert.equal(
+        typeof (temporalWorkflows as Record<string, unknown>)[def.name],
+        'function',
+        `${def.name} is exported from workflows/temporal`,
+      );
+      assert.ok(replayed.has(def.name), `${def.name} has a replay case`);
+    }
   });
 
   it('fails with a determinism error on a WebhookDelivery history without the wait between attempts', async () => {

@@ -3,10 +3,11 @@
  * (and as on the embedded engine). Only engine-free bodies and the binding are imported here;
  * `bundleWorkflowCode` refuses Node modules, so activity implementations can never slip in.
  */
-import { sendEmail, domainVerification, webhookDelivery, webhookFirstAttempts } from '..';
+import { sendEmail, domainVerification, webhookDelivery, webhookFirstAttempts, broadcastFanOut } from '..';
 import { temporalWorkflow } from './binding';
 
 export const SendEmail = temporalWorkflow(sendEmail);
 export const DomainVerification = temporalWorkflow(domainVerification);
 export const WebhookDelivery = temporalWorkflow(webhookDelivery);
 export const WebhookFirstAttempts = temporalWorkflow(webhookFirstAttempts);
+export const BroadcastFanOut = temporalWorkflow(broadcastFanOut);

@@ -1,0 +1,227 @@
+import type { Logger } from 'pino';
+import type { Orm } from '../db/orm';
+import { Broadcast, Segment, Topic } from '../db/entities';
+import { lockBroadcast, freezeAudience } from '../db/sql/freeze-broadcast';
+import { advanceBroadcast, readBroadcastPage, type BroadcastPageRow } from '../db/sql/broadcast-page';
+import { cancelMessagesOf } from '../db/sql/cancel-broadcast';
+import type { BroadcastActivities } from '../workflows/broadcast';
+import type { Clock } from '../core/clock';
+import { ServiceError } from '../core/errors';
+import { resolveConditions } from '../core/segments/filter';
+import { acceptEmails, type Accepted } from '../core/emails/accept';
+import type { PreparedEmail } from '../core/emails/prepare';
+import { GroupStore } from '../core/emails/group-store';
+import { renderTemplate } from '../core/templates/render';
+import { TemplateResolver } from '../core/templates/resolver';
+import { parseMailbox, type Mailbox } from '../core/emails/address';
+import { PermanentFailure } from './errors';
+
+export interface BroadcastDeps {
+  orm: Orm;
+  clock: Clock;
+  log: Logger;
+  /** Wakes the outbox after a page is stored (the outbox also polls). */
+  afterEnqueue?: () => void;
+}
+
+export function createBroadcastActivities(deps: BroadcastDeps): BroadcastActivities {
+  const { orm, clock, log } = deps;
+  // The fan-out's own group store and template cache: its pages are groups already.
+  const store = new GroupStore(orm, log);
+  const templates = new TemplateResolver(orm);
+
+  /** Stops a broadcast for good (its domain or topic went away); what it already accepted goes on. */
+  async function fail(id: string, failure: string): Promise<void> {
+    await orm.em
+      .fork()
+      .nativeUpdate(Broadcast, { id, status: 'sending' }, { status: 'failed', failure, finishedAt: clock.now(), updatedAt: clock.now() });
+    log.warn({ broadcastId: id, failure }, 'broadcast failed');
+  }
+
+  return {
+    async freezeAudience(broadcastId) {
+      return orm.em.fork().transactional(async (em) => {
+        const row = await lockBroadcast(em, broadcastId);
+        if (!row) throw new PermanentFailure(`broadcast ${broadcastId} does not exist`);
+        if (row.status !== 'queued') {
+          return { state: row.status, recipients: row.recipients ?? 0, next: row.enqueued };
+        }
+        const b = await em.findOneOrFail(Broadcast, { id: broadcastId });
+        const segment = await em.findOne(Segment, { id: b.segmentId, organizationId: b.organizationId });
+        if (!segment) {
+          await em.nativeUpdate(
+            Broadcast,
+            { id: broadcastId },
+            { status: 'failed', failure: 'the segment was deleted before the broadcast started', recipients: 0, updatedAt: clock.now() },
+          );
+          return { state: 'failed', recipients: 0, next: 0 };
+        }
+        const conditions = await resolveConditions(em, b.organizationId, segment.filter.all, false);
+        const topic = b.topicId ? await em.findOne(Topic, { id: b.topicId }) : null;
+        if (b.topicId && !topic) {
+          await em.nativeUpdate(
+            Broadcast,
+            { id: broadcastId },
+            { status: 'failed', failure: 'the topic was deleted before the broadcast started', recipients: 0, updatedAt: clock.now() },
+          );
+          return { state: 'failed', recipients: 0, next: 0 };
+        }
+        const recipients = await freezeAudience(em, {
+          broadcastId,
+          organizationId: b.organizationId,
+          conditions,
+          topic: topic ? { topicId: topic.id, defaultOptIn: topic.defaultOptIn, state: 'subscribed' } : null,
+          now: clock.now(),
+        });
+        log.info({ broadcastId, recipients }, 'broadcast audience frozen');
+        return { state: 'sending', recipients, next: 0 };
+      });
+    },
+
+    async enqueuePage(broadcastId, from, pageSize) {
+      const em = orm.em.fork();
+      const b = await em.findOne(Broadcast, { id: broadcastId }, { populate: ['html', 'text'] });
+      if (!b) throw new PermanentFailure(`broadcast ${broadcastId} does not exist`);
+      if (b.status === 'canceled' || b.status === 'failed') return { next: from, done: true, stopped: b.status };
+      // A page run again after the cursor moved (its record lost in a crash) resumes at the cursor.
+      const start = Math.max(from, b.enqueued);
+      const t0 = Date.now();
+      const rows = await readBroadcastPage(orm, broadcastId, start, pageSize);
+      const tRead = Date.now();
+      const next = rows.length ? rows[rows.length - 1].position + 1 : start;
+      const items: PreparedEmail[] = [];
+      let renderFailures = 0;
+      const compiled = b.templateId
+        ? await templates.resolve({ organizationId: b.organizationId }, [{ id: b.templateId, slug: null, version: b.templateVersion }])
+        : null;
+      const version = compiled?.[0];
+      if (version instanceof ServiceError || (compiled && !version)) {
+        await fail(broadcastId, 'the template was deleted during the fan-out');
+        return { next: start, done: true, stopped: 'failed' };
+      }
+      const sender = parseMailbox(b.from);
+      if (!sender) throw new PermanentFailure('the broadcast sender is not one mailbox');
+      for (const r of rows) {
+        if (r.deleted) continue;
+        let content = { subject: b.subject ?? '', html: b.html, text: b.text };
+        if (version) {
+          try {
+            content = renderTemplate(version.compiled, templateData(r), 'ignore');
+          } catch (err) {
+            if (!(err instanceof ServiceError)) throw err;
+            renderFailures++;
+            continue;
+          }
+        }
+        items.push(message(b, sender, r, content));
+      }
+      const t1 = Date.now();
+      const results = await acceptInChunks(items, (chunk) =>
+        acceptEmails({ orm, store, dispatch: () => deps.afterEnqueue?.() }, { keyId: b.apiKeyId }, chunk, {
+          cost: 0,
+          prepaid: true,
+          source: 'broadcast',
+        }),
+      );
+      const t2 = Date.now();
+      const refused = results.find((r): r is ServiceError => r instanceof ServiceError);
+      if (refused) {
+        await fail(broadcastId, `${refused.code}: ${refused.message}`);
+        return { next: start, done: true, stopped: 'failed' };
+      }
+      const stored = results.filter((r): r is Accepted => typeof r === 'object' && 'id' in r).length;
+      const status = await advanceBroadcast(orm, { broadcastId, from: start, next, renderFailures, now: clock.now() });
+      if (status === 'canceled') {
+        // A cancel that ran while this page was stored did not see its messages: cancel them now.
+        await cancelMessagesOf(orm, broadcastId, clock.now());
+        return { next, done: true, stopped: 'canceled' };
+      }
+      log.info(
+        {
+          broadcastId,
+          from: start,
+          next,
+          stored,
+          renderFailures,
+          readMs: tRead - t0,
+          prepareMs: t1 - t0,
+          acceptMs: t2 - t1,
+          totalMs: Date.now() - t0,
+        },
+        'broadcast page accepted',
+      );
+      return { next, done: rows.length < pageSize || next >= (b.recipients ?? 0), stopped: null };
+    },
+
+    async finishFanOut(broadcastId) {
+      await orm.em
+        .fork()
+        .nativeUpdate(Broadcast, { id: broadcastId, fannedOutAt: null }, { fannedOutAt: clock.now(), updatedAt: clock.now() });
+    },
+  };
+}
+
+/**
+ * A page goes to the store statement in chunks of CHUNK messages, CHUNKS_AT_ONCE at a time, so
+ * the database's cores work on one page together. Measured on 2 vCPUs, 50,000 recipients: 4 × 250
+ * 3,326 messages/s, 2 × 500 2,970/s; 1,000 in one statement was slower still.
+ */
+const CHUNK = 250;
+const CHUNKS_AT_ONCE = 4;
+
+async function acceptInChunks<T>(items: PreparedEmail[], accept: (chunk: PreparedEmail[]) => Promise<T[]>): Promise<T[]> {
+  const chunks: PreparedEmail[][] = [];
+  for (let i = 0; i < items.length; i += CHUNK) chunks.push(items.slice(i, i + CHUNK));
+  const out: T[][] = new Array(chunks.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(CHUNKS_AT_ONCE, chunks.length) }, async () => {
+      while (next < chunks.length) {
+        const i = next++;
+        out[i] = await accept(chunks[i]);
+      }
+    }),
+  );
+  return out.flat();
+}
+
+/** Template data of one recipient: the contact's fields and properties, flat (`{{first_name}}`, `{{plan}}`). */
+function templateData(r: BroadcastPageRow): Record<string, unknown> {
+  return { ...(r.properties ?? {}), email: r.email, first_name: r.first_name, last_name: r.last_name };
+}
+
+function message(
+  b: Broadcast,
+  from: Mailbox,
+  r: BroadcastPageRow,
+  content: { subject: string; html: string | null; text: string | null },
+): PreparedEmail {
+  return {
+    from: b.from,
+    fromDomain: from.domain.toLowerCase(),
+    bulk: true,
+    to: [r.email],
+    cc: [],
+    bcc: [],
+    recipients: [{ address: r.email, given: r.email, field: 'to' }],
+    replyTo: null,
+    subject: content.subject,
+    html: content.html,
+    text: content.text,
+    template: null,
+    templateId: null,
+    templateVersion: null,
+    templateLatest: false,
+    headers: {},
+    tags: [{ name: 'broadcast_id', value: b.id }],
+    kind: b.kind,
+    topic: null,
+    topicId: b.topicId,
+    broadcastId: b.id,
+    trackOpens: false,
+    trackClicks: false,
+    scheduledAt: null,
+    idempotencyKey: `broadcast:${b.id}:${r.contact_id}`,
+    attachments: [],
+  };
+}
