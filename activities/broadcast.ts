@@ -29,6 +29,19 @@ export function createBroadcastActivities(deps: BroadcastDeps): BroadcastActivit
   // The fan-out's own group store and template cache: its pages are groups already.
   const store = new GroupStore(orm, log);
   const templates = new TemplateResolver(orm);
+  // A broadcast's bodies (up to 2 MB each) never change after creation: read once per run, not per
+  // page. Only the last few broadcasts are kept; the state columns are read fresh each page.
+  const bodies = new Map<string, { html: string | null; text: string | null }>();
+  async function bodiesOf(b: Broadcast): Promise<{ html: string | null; text: string | null }> {
+    let got = bodies.get(b.id);
+    if (!got) {
+      const full = await orm.em.fork().findOneOrFail(Broadcast, { id: b.id }, { fields: ['html', 'text'] });
+      got = { html: full.html, text: full.text };
+      bodies.set(b.id, got);
+      if (bodies.size > 4) bodies.delete(bodies.keys().next().value!);
+    }
+    return got;
+  }
 
   /** Stops a broadcast for good (its domain or topic went away); what it already accepted goes on. */
   async function fail(id: string, failure: string): Promise<void> {
@@ -80,7 +93,7 @@ export function createBroadcastActivities(deps: BroadcastDeps): BroadcastActivit
 
     async enqueuePage(broadcastId, from, pageSize) {
       const em = orm.em.fork();
-      const b = await em.findOne(Broadcast, { id: broadcastId }, { populate: ['html', 'text'] });
+      const b = await em.findOne(Broadcast, { id: broadcastId });
       if (!b) throw new PermanentFailure(`broadcast ${broadcastId} does not exist`);
       if (b.status === 'canceled' || b.status === 'failed') return { next: from, done: true, stopped: b.status };
       // A page run again after the cursor moved (its record lost in a crash) resumes at the cursor.
@@ -101,9 +114,10 @@ export function createBroadcastActivities(deps: BroadcastDeps): BroadcastActivit
       }
       const sender = parseMailbox(b.from);
       if (!sender) throw new PermanentFailure('the broadcast sender is not one mailbox');
+      const plain = version ? { html: null, text: null } : await bodiesOf(b);
       for (const r of rows) {
         if (r.deleted) continue;
-        let content = { subject: b.subject ?? '', html: b.html, text: b.text };
+        let content = { subject: b.subject ?? '', ...plain };
         if (version) {
           try {
             content = renderTemplate(version.compiled, templateData(r), 'ignore');

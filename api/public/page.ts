@@ -1,5 +1,5 @@
 import type { ParameterizedContext } from 'koa';
-import { escapeHtml } from '../../core/tracking/rewrite';
+import { escapeHtml } from '../../core/html';
 
 /**
  * A small self-contained HTML page for recipients (no scripts, no outside resources). The policy

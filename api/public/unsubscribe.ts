@@ -3,7 +3,7 @@ import type { RecipientLinks } from '../../core/recipient-links';
 import { uuidv7 } from '../../db/ids';
 import { readPreferences } from '../../db/sql/preferences';
 import { unsubscribe } from '../../db/sql/unsubscribe';
-import { escapeHtml } from '../../core/tracking/rewrite';
+import { escapeHtml } from '../../core/html';
 import { apiRouter } from '../state';
 import { renderNotFound, renderPage } from './page';
 

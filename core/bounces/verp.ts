@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { uuidBytes, uuidOf } from '../signed-token';
 
 /**
  * VERP return paths (issue 14): every live message leaves with `bounces+<token>@<MAIL FROM host>`,
@@ -14,8 +15,7 @@ const MAC_BYTES = 10;
 const PREFIX = 'bounces+';
 
 export function verpToken(secret: Buffer, recipientId: string): string {
-  const id = Buffer.from(recipientId.replace(/-/g, ''), 'hex');
-  if (id.length !== 16) throw new Error('a recipient id is a UUID');
+  const id = uuidBytes(recipientId);
   return base32(Buffer.concat([id, mac(secret, id)]));
 }
 
@@ -25,8 +25,7 @@ export function readVerpToken(secret: Buffer, token: string): string | null {
   if (bytes === null || bytes.length !== 16 + MAC_BYTES) return null;
   const id = bytes.subarray(0, 16);
   if (!timingSafeEqual(bytes.subarray(16), mac(secret, id))) return null;
-  const hex = id.toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  return uuidOf(id);
 }
 
 /** Return paths of live mail and their reading back, under one key (derived from SECRETS_KEY). */

@@ -1,4 +1,5 @@
-import { beforeBodyEnd, escapeHtml, pixelHtml, rewriteLinks } from '../tracking/rewrite';
+import { escapeHtml } from '../html';
+import { beforeBodyEnd, pixelHtml, rewriteLinks } from '../tracking/rewrite';
 
 /** What a message gains for its one recipient at send time, besides what the caller stored. */
 export interface RecipientPartsInput {

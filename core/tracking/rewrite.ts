@@ -1,3 +1,5 @@
+import { escapeHtml } from '../html';
+
 /**
  * Click tracking rewrites the href of every <a> and <area> whose target is an http(s) URL; the
  * open pixel goes just before </body> (or at the end of a fragment). Pure string work on the
@@ -36,6 +38,4 @@ function decodeEntities(s: string): string {
   });
 }
 
-export const escapeHtml = (s: string) =>
-  s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
 const escapeAttribute = escapeHtml;
