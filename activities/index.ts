@@ -3,18 +3,21 @@ import type { DomainVerificationActivities } from '../workflows/domain-verificat
 import type { WebhookDeliveryActivities } from '../workflows/webhook-delivery';
 import type { WebhookFirstAttemptsActivities } from '../workflows/webhook-first-attempts';
 import type { BroadcastActivities } from '../workflows/broadcast';
+import type { AutomationRunActivities } from '../workflows/automation-run';
 import type { DnsResolver } from '../core/domains/dns';
 import { createSendEmailActivities, type SendEmailDeps } from './send-email';
 import { createDomainVerificationActivities } from './domain-verification';
 import { createWebhookDeliveryActivities, type WebhookDeliveryDeps } from './webhook-delivery';
 import { createBroadcastActivities, type BroadcastDeps } from './broadcast';
+import { createAutomationRunActivities } from './automation-run';
 
 /** Every activity of every workflow in workflows/index.ts. A new workflow adds its contract here. */
 export type Activities = SendEmailActivities &
   DomainVerificationActivities &
   WebhookDeliveryActivities &
   WebhookFirstAttemptsActivities &
-  BroadcastActivities;
+  BroadcastActivities &
+  AutomationRunActivities;
 export type ActivityDeps = SendEmailDeps & WebhookDeliveryDeps & BroadcastDeps & { dns: DnsResolver };
 
 /** Every activity the workflows call, built from narrow dependencies. */
@@ -24,5 +27,6 @@ export function createActivities(deps: ActivityDeps): Activities {
     ...createDomainVerificationActivities(deps),
     ...createWebhookDeliveryActivities(deps),
     ...createBroadcastActivities(deps),
+    ...createAutomationRunActivities(deps),
   };
 }

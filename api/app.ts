@@ -22,6 +22,8 @@ import { templateRoutes } from './templates/routes';
 import { webhookRoutes, type WebhookRoutesDeps } from './webhooks/routes';
 import { suppressionRoutes } from './suppressions/routes';
 import { broadcastRoutes } from './broadcasts/routes';
+import { eventRoutes } from './events/routes';
+import { automationRoutes } from './automations/routes';
 import { TemplateResolver } from '../core/templates/resolver';
 import type { CapsSettings } from '../core/limits/usage';
 import type { RecipientLinks } from '../core/recipient-links';
@@ -45,6 +47,8 @@ export interface AppDeps {
   webhooks: WebhookRoutesDeps['webhooks'];
   /** Wakes the broadcast dispatcher after a broadcast is created. */
   startBroadcasts?: () => void;
+  /** Wakes the automation dispatcher: runs to start, waits resumed, runs canceled, trigger rows written. */
+  automations?: () => void;
   /** Reads the signed tokens of unsubscribe and tracking links. */
   links: RecipientLinks;
 }
@@ -87,6 +91,8 @@ export function createApp(deps: AppDeps): Koa<ApiState> {
   api.use(webhookRoutes(deps).routes());
   api.use(suppressionRoutes(deps).routes());
   api.use(broadcastRoutes({ ...deps, templates }).routes());
+  api.use(eventRoutes(deps).routes());
+  api.use(automationRoutes({ ...deps, templates }).routes());
   app.use(api.routes());
 
   const routed = [root, ...recipients, api];

@@ -21,6 +21,16 @@ import { benchWebhooks, type WebhookBenchResult } from './webhooks';
 import { BenchClock, benchPark, benchPickup, type ParkResult, type PickupResult } from './caps';
 import { benchDrain, countingSink, smtpCeiling, type DrainResult } from './drain';
 import { benchBroadcast, type BroadcastResult } from './broadcast';
+import {
+  automationsOrg,
+  benchDelayZero,
+  benchSleepingRuns,
+  createAutomation,
+  EVENT_BODY,
+  runCounts,
+  type DelayZeroResult,
+  type SleepingResult,
+} from './automations';
 import type { Clock } from '../core/clock';
 import { Client } from 'pg';
 import { SMTPServer } from 'smtp-server';
@@ -35,7 +45,7 @@ const INTERLEAVED_ROUNDS = 4;
 const ROUND_SECONDS = SECONDS / INTERLEAVED_ROUNDS;
 /**
  * For iterating on one path: BENCH_ONLY=live-single, test-single, live-batch, test-batch, template
- * (live single sends plain and with templates), audience, webhooks, relay, caps, drain or broadcast measures the baseline and that phase only
+ * (live single sends plain and with templates), audience, webhooks, relay, caps, drain, broadcast or automations measures the baseline and that phase only
  * (BENCHMARKS.md is not written).
  */
 const ONLY = process.env.BENCH_ONLY;
@@ -51,6 +61,28 @@ const PICKUP_SENDS = Number(process.env.BENCH_PICKUP_SENDS || 60);
 const DRAIN_MESSAGES = Number(process.env.BENCH_DRAIN_MESSAGES || 2_000);
 /** The audience of the broadcast phase (contacts seeded in SQL, all subscribed). */
 const BROADCAST_CONTACTS = Number(process.env.BENCH_BROADCAST_CONTACTS || 100_000);
+/** Runs put to sleep in a one-day delay for the memory measurement, after a warm-up of SLEEPING_WARMUP. */
+const SLEEPING_RUNS = Number(process.env.BENCH_SLEEPING_RUNS || 10_000);
+const SLEEPING_WARMUP = 200;
+/** The bound of the sleeping runs' measurement, from the first event: memory is sampled then if not every run is in its delay yet. */
+const SLEEPING_SECONDS = Number(process.env.BENCH_SLEEPING_SECONDS || 240);
+/** Events of the delay-0 automation, one every DELAY_ZERO_INTERVAL_MS. */
+const DELAY_ZERO_EVENTS = Number(process.env.BENCH_DELAY_ZERO_EVENTS || 200);
+const DELAY_ZERO_INTERVAL_MS = Number(process.env.BENCH_DELAY_ZERO_INTERVAL_MS || 50);
+
+/** The automations phase (issue 17): bench/automations.ts. */
+interface AutomationsBenchResult {
+  /** POST /events under load (after a discarded warm-up of the same length). */
+  events: Result;
+  /** The same load for an automation whose first step runs on the engine (an update, then the delay). */
+  eventsEngine: Result;
+  /** Runs created during the measured load, all of the automation's runs at its end, and of those not started yet. */
+  eventRuns: number;
+  runsTotal: number;
+  unstarted: number;
+  sleeping: SleepingResult;
+  delayZero: DelayZeroResult;
+}
 
 interface Result {
   requests: number;
@@ -397,6 +429,63 @@ async function main() {
     await sink.close();
     return results;
   };
+  /**
+   * Issue 17. POST /events beside the baseline: one automation (a one-day delay) started per
+   * request, a new event id and a new contact each time. Then, each on a fresh service,
+   * SLEEPING_RUNS runs asleep in a delay with the process's memory before and after, and a delay
+   * of 0 s timed to its send step.
+   */
+  const runAutomations = async (): Promise<AutomationsBenchResult> => {
+    const service = await startBenchService('bench_service_events');
+    const org = await automationsOrg(service, 'Bench events', SINGLE_CONCURRENCY);
+    const automationId = await createAutomation(org, 'Bench signed up', EVENT_BODY.name, [{ type: 'delay', duration: 'P1D' }]);
+    log.info({ baseline: base.rps }, 'POST /events (a new event id and a new contact per request, one automation started)');
+    await load(`${service.url}/api/v1/events`, org.tokens, EVENT_BODY, SINGLE_CONCURRENCY);
+    const before = await runCounts(service, automationId);
+    const events = await load(`${service.url}/api/v1/events`, org.tokens, EVENT_BODY, SINGLE_CONCURRENCY);
+    const after = await runCounts(service, automationId);
+    log.info({ events, ...after }, 'automations: POST /events measured');
+    // The same, for an automation whose runs start on the engine at once (its first step is no delay).
+    const engineBody = { ...EVENT_BODY, name: 'engine_signed_up', email: 'g-__SEQ__@events.bench', id: 'eg-__SEQ__' };
+    await createAutomation(org, 'Bench signed up, engine first', engineBody.name, [
+      { type: 'update_contact', properties: { welcomed: true } },
+      { type: 'delay', duration: 'P1D' },
+    ]);
+    await load(`${service.url}/api/v1/events`, org.tokens, engineBody, SINGLE_CONCURRENCY);
+    const eventsEngine = await load(`${service.url}/api/v1/events`, org.tokens, engineBody, SINGLE_CONCURRENCY);
+    log.info({ eventsEngine }, 'automations: POST /events measured (runs starting on the engine)');
+    await service.stop();
+    const sleepService = await startBenchService('bench_service_automations');
+    const sleepOrg = await automationsOrg(sleepService, 'Bench automations', SINGLE_CONCURRENCY);
+    const sleeping = await benchSleepingRuns(sleepService, sleepOrg, log, {
+      runs: SLEEPING_RUNS,
+      warmup: SLEEPING_WARMUP,
+      concurrency: SINGLE_CONCURRENCY,
+      seconds: SLEEPING_SECONDS,
+    });
+    await sleepService.stop();
+    // Its own service: runs the dispatcher has not started yet would be ahead of these in its outbox.
+    const delayService = await startBenchService('bench_service_delay_zero');
+    const delayOrg = await automationsOrg(delayService, 'Bench delay zero', SINGLE_CONCURRENCY);
+    const delayZero = await benchDelayZero(delayService, delayOrg, log, { events: DELAY_ZERO_EVENTS, intervalMs: DELAY_ZERO_INTERVAL_MS });
+    await delayService.stop();
+    return {
+      events,
+      eventsEngine,
+      eventRuns: after.runs - before.runs,
+      runsTotal: after.runs,
+      unstarted: after.unstarted,
+      sleeping,
+      delayZero,
+    };
+  };
+  if (ONLY === 'automations') {
+    const a = await runAutomations();
+    log.info({ base: base.rps, ...a, ratio: a.events.rps / base.rps }, 'BENCH_ONLY: automations measured');
+    await new Promise<void>((resolve) => relay.close(() => resolve()));
+    if (pg) await pg.stop();
+    return;
+  }
   if (ONLY === 'broadcast') {
     const b = await runBroadcast();
     log.info({ base: base.rps, broadcast: b }, 'BENCH_ONLY: broadcast measured');
@@ -448,7 +537,8 @@ async function main() {
   const caps = ONLY ? null : await runCaps();
   const drain = ONLY ? null : await runDrain();
   const broadcasts = ONLY ? null : await runBroadcast();
-  if (!live || !test || !audience || !webhooks || !smtpRelay || !caps || !drain || !broadcasts) {
+  const automations = ONLY ? null : await runAutomations();
+  if (!live || !test || !audience || !webhooks || !smtpRelay || !caps || !drain || !broadcasts || !automations) {
     await new Promise<void>((resolve) => relay.close(() => resolve()));
     if (pg) await pg.stop();
     return;
@@ -586,6 +676,36 @@ accepted. Each broadcast on a fresh database: plain subject, html and text, then
 | Process RSS at the POST → peak → end | ${broadcasts.map((b) => `${f(b.rssStartMiB, 0)} → ${f(b.rssPeakMiB, 0)} → ${f(b.rssEndMiB, 0)} MiB`).join(' | ')} | flat |
 | Messages stored / delivered to the sink meanwhile | ${broadcasts.map((b) => `${b.stored.toLocaleString('en-US')} / ${b.delivered}`).join(' | ')} | |
 | Wall time: service start, seeding, broadcast, stop (of it, the stop) | ${broadcasts.map((b) => `${f(b.wallSeconds)} s (${f(b.stopSeconds)} s)`).join(' | ')} | |
+
+## Events and automations
+
+\`POST /events\` (live SEND keys at the highest cap, used in turn) at concurrency ${SINGLE_CONCURRENCY} for ${SECONDS} s after a discarded warm-up of the same
+length, each request a new event id and a new contact (so each also inserts a contact), matching one enabled automation whose only step is a
+one-day delay: each answer has committed the contact, the run (written parked in its delay: no workflow runs until the day is over) and the
+day's quota row. Then the same load for an automation \`[update_contact, delay 1 day]\`, whose runs the dispatcher starts on the embedded engine
+meanwhile, in the same process, each running its update and parking in the delay. Sleeping runs: on a fresh service, an automation
+\`[update_contact, delay 1 day]\` (every run goes through the engine and then parks), ${automations.sleeping.warmupRuns} runs as a warm-up, then
+the events of ${automations.sleeping.target.toLocaleString('en-US')} more (posted by a separate process, ${SINGLE_CONCURRENCY} at a time, a new contact each),
+waited for until every run was in its delay (its entry in \`history\`; at most ${SLEEPING_SECONDS} s from the first event); the process's
+resident memory (the service runs in it) and V8 heap sampled after a full GC before and after, per 1,000 runs in their delay. Delay of 0 s:
+on another fresh service, an automation \`[delay 0, send_email]\` (a published template, the verified domain, live mail to the loopback relay),
+${automations.delayZero.events} events one every ${automations.delayZero.intervalMs} ms (${f(1000 / automations.delayZero.intervalMs, 0)} a second, a new contact each), each run timed in the database from its
+\`created_at\` (the event's statement) to its send_email history entry's \`finished_at\` (the message accepted).
+
+| Measure | Result | Goal |
+|---|---|---|
+| \`POST /events\`, requests/s (one run started per request) | **${f(automations.events.rps)}**, **${f((automations.events.rps / base.rps) * 100, 0)}%** of the baseline | ≥ 40% of the baseline |
+| \`POST /events\`, runs starting on the engine at once (\`[update_contact, delay]\`) | ${f(automations.eventsEngine.rps)}, ${f((automations.eventsEngine.rps / base.rps) * 100, 0)}% of the baseline (p99 ${f(automations.eventsEngine.p99)} ms) | |
+| \`POST /events\` p50 / p99 | ${f(automations.events.p50)} / ${f(automations.events.p99)} ms | |
+| \`POST /events\` requests / errors | ${automations.events.requests} / ${automations.events.errors}${automations.events.errors ? ` (first: ${automations.events.firstError.replaceAll('|', '\\|')})` : ''} | |
+| Runs created during the measured load / due but not started yet at its end (of ${automations.runsTotal.toLocaleString('en-US')}) | ${automations.eventRuns.toLocaleString('en-US')} / ${automations.unstarted.toLocaleString('en-US')} | |
+| Sleeping runs: events posted / runs in their delay | ${automations.sleeping.posted.toLocaleString('en-US')} in ${f(automations.sleeping.postSeconds)} s / ${automations.sleeping.runs.toLocaleString('en-US')} of ${automations.sleeping.target.toLocaleString('en-US')} after ${f(automations.sleeping.startSeconds)} s${automations.sleeping.complete ? '' : ` (time allowed ran out: ${automations.sleeping.started.toLocaleString('en-US')} started, ${automations.sleeping.unstarted.toLocaleString('en-US')} not started yet)`} | 10,000 |
+| Process RSS before → after (peak) | ${f(automations.sleeping.rssBeforeMiB, 0)} → ${f(automations.sleeping.rssAfterMiB, 0)} MiB (${f(automations.sleeping.rssPeakMiB, 0)}) | flat |
+| RSS per 1,000 sleeping runs | **${f(automations.sleeping.rssPerThousandMiB, 2)} MiB** | flat |
+| V8 heap before → after, per 1,000 sleeping runs | ${f(automations.sleeping.heapBeforeMiB, 0)} → ${f(automations.sleeping.heapAfterMiB, 0)} MiB, ${f(automations.sleeping.heapPerThousandMiB, 2)} MiB | |
+| Delay 0 s: event → send step p50 / p99 (${automations.delayZero.sent} of ${automations.delayZero.events} runs) | ${f(automations.delayZero.p50, 0)} / **${f(automations.delayZero.p99, 0)} ms** | p99 < 1,000 ms |
+| Delay 0 s: slowest | ${f(automations.delayZero.max, 0)} ms | |
+| Delay 0 s: of it, event → the delay step begun (dispatch, the run's start) p50 / p99 | ${f(automations.delayZero.toDelayP50, 0)} / ${f(automations.delayZero.toDelayP99, 0)} ms | |
 `;
   fs.writeFileSync(path.join(__dirname, '..', 'BENCHMARKS.md'), md);
   process.stdout.write(md);

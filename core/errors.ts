@@ -25,7 +25,7 @@ export const ERRORS = {
   method_not_allowed: { status: 405, when: 'Known path, other method; `Allow` lists the methods.' },
   not_cancelable: {
     status: 409,
-    when: 'Cancel after pick-up, or of a message in a final state; a broadcast already sent, canceled or failed.',
+    when: 'Cancel after pick-up, or of a message in a final state; a broadcast already sent, canceled or failed; an automation run that already ended.',
   },
   domain_exists: { status: 409, when: '`POST /domains` with a name the organization already has (case and a trailing dot ignored).' },
   topic_exists: { status: 409, when: '`POST /topics` with a slug the organization already has.' },
@@ -59,6 +59,14 @@ export const ERRORS = {
     status: 422,
     when: 'Sender domain is not a verified domain of the organization allowed for the key (in a batch: inside the item).',
     smtp: '550 5.7.1',
+  },
+  contact_quota_exceeded: {
+    status: 429,
+    when: 'POST /events would create a contact beyond the daily new-contact quota (1,000 per organization and UTC day by default).',
+  },
+  run_quota_exceeded: {
+    status: 429,
+    when: 'POST /events would start automation runs beyond the daily run quota (5,000 per organization and UTC day by default).',
   },
   rate_limited: { status: 429, when: 'Per-key request rate spent for this second; `Retry-After: 1`.', smtp: '450 4.7.1' },
   internal_error: { status: 500, when: 'Our fault; the answer carries an `error_id` that is in the log line too.', smtp: '451 4.3.0' },

@@ -20,6 +20,7 @@ import { claimExecutor, type Executor } from '../worker/executors';
 import { Outbox } from '../worker/outbox';
 import { CapRelease, SendCaps } from '../worker/send-caps';
 import { BroadcastDispatcher } from '../worker/broadcast-dispatcher';
+import { AutomationDispatcher } from '../worker/automation-dispatcher';
 import { DomainVerificationSweep } from '../worker/domain-sweep';
 import { WebhookDispatcher } from '../worker/webhook-dispatcher';
 import { createWebhookHttp } from '../activities/webhook-http';
@@ -195,6 +196,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   sweep.start();
   const broadcasts = new BroadcastDispatcher(workerOrm, engine, log.child({ component: 'broadcast-dispatcher' }));
   broadcasts.start();
+  const automations = new AutomationDispatcher(workerOrm, engine, systemClock, log.child({ component: 'automation-dispatcher' }));
+  automations.start();
   dispatcher = new WebhookDispatcher(workerOrm, db.url, engine, log.child({ component: 'webhook-dispatcher' }), {
     concurrencyPerEndpoint: config.webhookConcurrency,
   });
@@ -211,6 +214,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     inboxAdminOnly: beyondLoopback(config.host),
     dispatch: () => outbox.kick(),
     startBroadcasts: () => broadcasts.kick(),
+    automations: () => automations.kick(),
     domains: { secrets, dns, platform, clock: systemClock, verification: timing, warmup: config.domainWarmup },
     caps: { platformDailyCap: config.platformDailyCap, clock },
     links,
@@ -295,6 +299,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       await outbox.stop();
       await sweep.stop();
       await broadcasts.stop();
+      await automations.stop();
       await dispatcher?.stop();
       await engine.stop();
       webhookHttp.close();

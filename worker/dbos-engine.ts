@@ -157,9 +157,9 @@ export async function startDbosEngine(opts: DbosEngineOptions): Promise<Engine> 
       });
       return limit - waiting.filter((w) => w.priority === PRIORITY[stream]).length;
     },
-    async signal(workflowId, signal) {
+    async signal(workflowId, signal, occurrence) {
       // Keyed, so a repeated signal (a retried cancel) is delivered once.
-      await DBOS.send(workflowId, { at: Date.now() }, signal, `${signal}:${workflowId}`);
+      await DBOS.send(workflowId, { at: Date.now() }, signal, `${signal}:${workflowId}${occurrence ? `:${occurrence}` : ''}`);
     },
     ready: () => running,
     async stop() {

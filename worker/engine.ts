@@ -19,8 +19,11 @@ export interface Engine {
   readonly name: string;
   /** Starts a run of `def` under `workflowId`; starting an id that ran or runs is a no-op. */
   start<I>(def: StartableDef<I>, workflowId: string, input: I, opts?: StartOptions): Promise<void>;
-  /** Delivers a named signal to a run; a run that ended (or never started) is left alone. */
-  signal(workflowId: string, signal: string): Promise<void>;
+  /**
+   * Delivers a named signal to a run; a run that ended (or never started) is left alone. Repeats
+   * with the same `occurrence` (default: one per signal name) are delivered once.
+   */
+  signal(workflowId: string, signal: string, occurrence?: string): Promise<void>;
   /**
    * How many more runs of a stream (default transactional) `queue` should take now, or null when the engine holds any backlog well
    * (Temporal). The outbox keeps the rest, so a burst of accepted mail does not become a burst of

@@ -4,8 +4,16 @@ import { domainVerification } from './domain-verification';
 import { webhookDelivery } from './webhook-delivery';
 import { webhookFirstAttempts } from './webhook-first-attempts';
 import { broadcastFanOut } from './broadcast';
+import { automationRun } from './automation-run';
 
-export { sendEmail, domainVerification, webhookDelivery, webhookFirstAttempts, broadcastFanOut };
+export { sendEmail, domainVerification, webhookDelivery, webhookFirstAttempts, broadcastFanOut, automationRun };
 
 /** Every workflow, as the engines register them. A new workflow adds one line here (and one in temporal/index.ts). */
-export const WORKFLOWS: readonly AnyWorkflowDef[] = [sendEmail, domainVerification, webhookDelivery, webhookFirstAttempts, broadcastFanOut];
+export const WORKFLOWS: readonly AnyWorkflowDef[] = [
+  sendEmail,
+  domainVerification,
+  webhookDelivery,
+  webhookFirstAttempts,
+  broadcastFanOut,
+  automationRun,
+];

@@ -34,7 +34,7 @@ function unrestricted(a: AuthState, what: string): void {
   if (a.key.domainIds !== null) throw new ServiceError('forbidden_domain', `a domain-restricted key cannot ${what}`);
 }
 
-export function contactRoutes(deps: { orm: Orm; log: Logger; maxBodyBytes: number }): Router<ApiState> {
+export function contactRoutes(deps: { orm: Orm; log: Logger; maxBodyBytes: number; automations?: () => void }): Router<ApiState> {
   const router = apiRouter();
   const { orm } = deps;
   const upserts = new GroupUpsert(orm, deps.log);
@@ -57,6 +57,8 @@ export function contactRoutes(deps: { orm: Orm; log: Logger; maxBodyBytes: numbe
       throw err;
     }
     const { contact, created } = await upsertContact(upserts, tokenHash, input);
+    // A creation or a subscription wrote trigger rows: the automation dispatcher turns them into runs.
+    if (created || input.topics.length) deps.automations?.();
     ctx.status = created ? 201 : 200;
     ctx.body = { ...presentContact(contact), created };
   });
@@ -103,6 +105,7 @@ export function contactRoutes(deps: { orm: Orm; log: Logger; maxBodyBytes: numbe
     const ref = contactRef(ctx.params.id);
     const changes = parseSubscriptionChanges(await readJsonBody(ctx, deps.maxBodyBytes));
     ctx.body = presentContact(await changeSubscriptions(orm, a.organization.id, ref, changes));
+    if (changes.some((c) => c.state === 'subscribed')) deps.automations?.();
   });
 
   router.delete('/contacts/:id', async (ctx) => {

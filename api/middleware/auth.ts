@@ -9,6 +9,8 @@ import { matchedRoute, type ApiContext, type ApiMiddleware } from '../state';
 const SEND_ROUTE = '/api/v1/emails';
 /** POST /contacts: authenticated and charged by the upsert statement, as a send. */
 const CONTACT_UPSERT_ROUTE = '/api/v1/contacts';
+/** POST /events: authenticated and charged by the statement that records it, as a send. */
+const EVENT_ROUTE = '/api/v1/events';
 /** POST /emails/batch: reserves BATCH_RESERVATION before its body is read (spec, Limits → Batch cost). */
 const BATCH_ROUTE = '/api/v1/emails/batch';
 /** The most a batch can cost (100 messages); what is not used is given back once the body is known. */
@@ -42,7 +44,7 @@ export function authMiddleware(orm: Orm): ApiMiddleware {
       await authenticateRequest(orm, ctx, tokenHash, BATCH_RESERVATION, true);
       return next();
     }
-    if (route === SEND_ROUTE || route === CONTACT_UPSERT_ROUTE) {
+    if (route === SEND_ROUTE || route === CONTACT_UPSERT_ROUTE || route === EVENT_ROUTE) {
       const declared = Number(ctx.get('content-length') || NaN);
       // Cost 0: only whether the key exists; the store (or upsert) statement charges.
       if (!(declared <= DEFERRED_AUTH_MAX_BODY)) await authenticateRequest(orm, ctx, tokenHash, 0, false);

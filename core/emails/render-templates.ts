@@ -1,8 +1,9 @@
 import { ServiceError } from '../errors';
 import { invalidKey } from '../auth';
 import { renderTemplate } from '../templates/render';
+import type { UndeclaredData } from '../templates/variables';
 import { templateNotFound, type ResolveScope, type TemplateResolver } from '../templates/resolver';
-import { acceptEmails, TEMPLATE_CHANGED, type AcceptDeps, type AcceptOptions, type Accepted, type Credentials } from './accept';
+import { acceptEmails, TEMPLATE_CHANGED, type AcceptDeps, type AcceptOptions, type Accepted, type StoreCredentials } from './accept';
 import type { PreparedEmail } from './prepare';
 import { findIdempotencyReplays } from '../../db/sql/idempotency-replays';
 
@@ -11,21 +12,21 @@ import { findIdempotencyReplays } from '../../db/sql/idempotency-replays';
  * the stored message is what is sent"): one lookup for the whole request (none when every ref was
  * resolved before, see TemplateResolver), then each item on its own, so in a batch a failing item
  * carries its own 422 and the others go on. The caller's data is checked strictly (an undeclared
- * key is a `template_variables`). Answers null when `scope` is a token that names no live key (the
- * caller answers 401).
+ * key is a `template_variables`; an automation's send step, whose data is a contact's, ignores
+ * them instead). Answers null when `scope` is a token that names no live key (the caller answers 401).
  */
 export async function renderTemplatedEmails(
   resolver: TemplateResolver,
   scope: ResolveScope,
   items: PreparedEmail[],
-  opts: { fresh?: boolean } = {},
+  opts: { fresh?: boolean; undeclared?: UndeclaredData } = {},
 ): Promise<(PreparedEmail | ServiceError)[] | null> {
   const templated = items.filter((i) => i.template !== null && !i.template.unresolvable);
   const resolved = templated.length
     ? await resolver.resolve(
         scope,
         templated.map((i) => i.template!.ref),
-        opts,
+        { fresh: opts.fresh },
       )
     : [];
   if (resolved === null) return null;
@@ -35,7 +36,7 @@ export async function renderTemplatedEmails(
     const version = byItem.get(item) ?? templateNotFound(item.template.ref);
     if (version instanceof ServiceError) return version;
     try {
-      const r = renderTemplate(version.compiled, item.template.data, 'refuse');
+      const r = renderTemplate(version.compiled, item.template.data, opts.undeclared ?? 'refuse');
       return {
         ...item,
         subject: r.subject,
@@ -89,10 +90,10 @@ const RENDER_ROUNDS = 3;
  */
 export async function acceptRendered(
   deps: AcceptDeps & { templates: TemplateResolver },
-  credentials: Credentials,
+  credentials: StoreCredentials,
   scope: ResolveScope,
   items: PreparedEmail[],
-  opts: AcceptOptions,
+  opts: AcceptOptions & { undeclared?: UndeclaredData },
 ): Promise<(Accepted | ServiceError)[]> {
   const results = await acceptEmails(deps, credentials, items, opts);
   const current = [...items];
@@ -108,7 +109,7 @@ export async function acceptRendered(
       deps.templates,
       scope,
       stale.map((i) => current[i]),
-      { fresh: true },
+      { fresh: true, undeclared: opts.undeclared },
     );
     const ready: number[] = [];
     stale.forEach((i, n) => {

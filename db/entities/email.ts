@@ -8,7 +8,7 @@ export type WaitingReason = 'platform_daily_cap' | 'organization_daily_cap' | 'd
 export type EmailStatus =
   'queued' | 'sending' | 'sent' | 'delivered' | 'bounced' | 'complained' | 'failed' | 'suppressed' | 'canceled' | 'unconfirmed';
 
-export type EmailSource = 'api' | 'smtp' | 'broadcast';
+export type EmailSource = 'api' | 'smtp' | 'broadcast' | 'automation';
 
 export interface Tag {
   name: string;

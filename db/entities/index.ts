@@ -13,6 +13,7 @@ import { SegmentSchema } from './segment';
 import { TemplateSchema, TemplateVersionSchema } from './template';
 import { WebhookEndpointSchema, WebhookDeliverySchema } from './webhook';
 import { BroadcastSchema } from './broadcast';
+import { AutomationSchema, AutomationVersionSchema, AutomationRunSchema } from './automation';
 
 export * from './organization';
 export * from './domain';
@@ -29,9 +30,13 @@ export * from './segment';
 export * from './template';
 export * from './webhook';
 export * from './broadcast';
+export * from './automation';
 
 export const entities = [
   BroadcastSchema,
+  AutomationSchema,
+  AutomationVersionSchema,
+  AutomationRunSchema,
   OrganizationSchema,
   DomainSchema,
   ApiKeySchema,

@@ -13,6 +13,7 @@ import { Migration20261129000000_send_caps } from './Migration20261129000000_sen
 import { Migration20261130000000_webhook_batches } from './Migration20261130000000_webhook_batches';
 import { Migration20261201000000_bulk_recipients } from './Migration20261201000000_bulk_recipients';
 import { Migration20261202000000_broadcasts } from './Migration20261202000000_broadcasts';
+import { Migration20261203000000_automations } from './Migration20261203000000_automations';
 
 /** Listed explicitly so migrations run the same from TypeScript sources and from any bundle. */
 export const migrationsList: MigrationObject[] = [
@@ -30,4 +31,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261130000000_webhook_batches', class: Migration20261130000000_webhook_batches },
   { name: 'Migration20261201000000_bulk_recipients', class: Migration20261201000000_bulk_recipients },
   { name: 'Migration20261202000000_broadcasts', class: Migration20261202000000_broadcasts },
+  { name: 'Migration20261203000000_automations', class: Migration20261203000000_automations },
 ];

@@ -27,7 +27,7 @@ describe('API: contacts and subscriptions', function () {
           select row_to_json(c)::text as x from contacts c where c.organization_id = ?
           union all select row_to_json(tp)::text from topics tp where tp.organization_id = ?
           union all select row_to_json(s)::text from subscriptions s join contacts c on c.id = s.contact_id where c.organization_id = ?
-          union all select row_to_json(a)::text from automation_triggers a where a.organization_id = ?) r), '')) as f`,
+          union all select (to_jsonb(a) - 'consumed_at')::text from automation_triggers a where a.organization_id = ?) r), '')) as f`,
       [orgId, orgId, orgId, orgId],
     );
     return row.f as string;

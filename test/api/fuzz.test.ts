@@ -86,6 +86,17 @@ const ROUTES: Route[] = [
   { method: 'GET', path: '/api/v1/broadcasts' },
   { method: 'GET', path: '/api/v1/broadcasts/:broadcast' },
   { method: 'POST', path: '/api/v1/broadcasts/:broadcast/cancel' },
+  { method: 'POST', path: '/api/v1/events', body: true },
+  { method: 'POST', path: '/api/v1/automations', body: true },
+  { method: 'GET', path: '/api/v1/automations' },
+  { method: 'GET', path: '/api/v1/automations/:automation' },
+  { method: 'PUT', path: '/api/v1/automations/:automation', body: true },
+  { method: 'PATCH', path: '/api/v1/automations/:automation', body: true },
+  { method: 'GET', path: '/api/v1/automations/:automation/runs' },
+  { method: 'GET', path: '/api/v1/automation-runs/:run' },
+  { method: 'POST', path: '/api/v1/automation-runs/:run/cancel' },
+  // After the routes that need the automation and its run.
+  { method: 'DELETE', path: '/api/v1/automations/:automation' },
   { method: 'GET', path: '/u/:token', page: true },
   { method: 'POST', path: '/u/:token', body: true, page: true },
   { method: 'GET', path: '/t/o/:token', page: true },
@@ -264,6 +275,30 @@ const BODIES: { name: string; raw: string; type?: string }[] = [
   { name: 'tracking host numbers', raw: '{"tracking_host":1e400}' },
   { name: 'tracking host odd names', raw: '{"tracking_host":"-links-.x.test"}' },
   { name: 'a tracking host', raw: '{"tracking_host":"Links.Fuzz.Example."}' },
+  {
+    name: 'automation shapes with prototype keys',
+    raw: '{"name":"__proto__","trigger":{"__proto__":{"event":"a"},"constructor":1},"steps":[{"type":"update_contact","properties":{"__proto__":{"x":1}},"topics":["__proto__",{"__proto__":{}}]},{"__proto__":{"type":"delay"}},{"type":"condition","if":{"__proto__":{"status":"subscribed"}},"then":[]}]}',
+  },
+  {
+    name: 'automation conditions nested to the JSON limit',
+    raw: `{"name":"deep","trigger":{"event":"e"},"steps":${deep('[{"type":"condition","if":{"status":"subscribed"},"then":', '[]', '}]', 20)}}`,
+  },
+  {
+    name: 'automation durations and steps at the extremes',
+    raw: `{"name":"x","trigger":{"event":"${'e'.repeat(200)}"},"steps":[{"type":"delay","duration":"P99999999999999999999D"},{"type":"delay","duration":1e400},{"type":"delay","duration":-0},{"type":"wait_for_event","event":"e","timeout":"PT-1S"},{"type":"send_email","from":"a@x.test, b@x.test","template":{"slug":"fuzz-template","data":{}}},${'{"type":"delay","duration":1},'.repeat(120)}{"type":"delay","duration":"P1W2D"}]}`,
+  },
+  {
+    name: 'automation values of the wrong types',
+    raw: '{"name":1,"enabled":"yes","trigger":"signed_up","steps":{"type":"delay"}}',
+  },
+  {
+    name: 'event shapes with prototype keys',
+    raw: '{"name":"__proto__","email":"a@x.test","data":{"__proto__":{"x":1},"constructor":{"prototype":1}},"id":{"__proto__":"x"}}',
+  },
+  {
+    name: 'event values at the extremes',
+    raw: `{"name":"\\u0000","email":"${'a'.repeat(400)}@x.test","data":{"n":1e400,"s":"\\ud800"},"id":"${'i'.repeat(200)}"}`,
+  },
   { name: 'a scalar', raw: '"text"' },
   { name: 'null', raw: 'null' },
   { name: 'broken', raw: '{"a":' },
@@ -379,15 +414,19 @@ describe('API fuzz: no 5xx and no writes for anything a client can send, on ever
             union all select row_to_json(s)::text from subscriptions s join contacts c on c.id = s.contact_id where c.organization_id = ?
             union all select row_to_json(tp)::text from topics tp where tp.organization_id = ?
             union all select row_to_json(sg)::text from segments sg where sg.organization_id = ?
-            union all select row_to_json(a)::text from automation_triggers a where a.organization_id = ?
+            union all select (to_jsonb(a) - 'consumed_at')::text from automation_triggers a where a.organization_id = ?
             union all select row_to_json(tm)::text from templates tm where tm.organization_id = ?
             union all select row_to_json(v)::text from template_versions v join templates tm on tm.id = v.template_id where tm.organization_id = ?
             union all select row_to_json(w)::text from webhook_endpoints w where w.organization_id = ?
             union all select row_to_json(sp)::text from suppressions sp where sp.organization_id = ?
             union all select row_to_json(b)::text from broadcasts b where b.organization_id = ?
+            union all select row_to_json(au)::text from automations au where au.organization_id = ?
+            union all select row_to_json(av)::text from automation_versions av join automations au on au.id = av.automation_id where au.organization_id = ?
+            union all select (to_jsonb(ar) - 'wake_at')::text from automation_runs ar where ar.organization_id = ?
+            union all select row_to_json(eq)::text from event_quotas eq where eq.organization_id = ?
           ) r), '')) || ':' || (select count(*) from emails where organization_id = ?) || ':' || (select count(*) from audit_log where organization_id = ?)
           || ':' || (select count(*) from webhook_deliveries where organization_id = ?) as f`,
-        Array(17).fill(t.orgId),
+        Array(21).fill(t.orgId),
       );
     return row.f;
   }
@@ -454,6 +493,18 @@ describe('API fuzz: no 5xx and no writes for anything a client can send, on ever
     });
     await t.call('POST', `/api/v1/templates/${ids.template}/publish`, { as: 'admin' });
     ids.n = '1';
+    // An automation whose run sleeps a day, and that run (canceled, then refused, by the fuzz).
+    const automation = await t.call('POST', '/api/v1/automations', {
+      as: 'admin',
+      body: { name: 'Fuzz', trigger: { event: 'fuzz-event' }, steps: [{ type: 'delay', duration: 'P1D' }] },
+    });
+    assert.equal(automation.status, 201, JSON.stringify(automation.body));
+    ids.automation = automation.body.id;
+    await t.call('POST', '/api/v1/events', { body: { name: 'fuzz-event', email: 'fuzz@people.example' } });
+    ids.run = await waitFor(async () => {
+      const r = (await t.call('GET', `/api/v1/automations/${ids.automation}/runs`, { as: 'admin' })).body.data[0];
+      return r?.started_at ? r.id : undefined;
+    }, 'the fuzz automation run');
     ids.suppression = encodeURIComponent('fuzz-suppressed@example.com');
     await t.call('POST', '/api/v1/suppressions', { as: 'admin', body: { email: 'fuzz-suppressed@example.com' } });
     ids.delivery = await waitFor(async () => {

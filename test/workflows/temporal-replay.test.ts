@@ -14,6 +14,8 @@ import { WEBHOOK_FIRST_ATTEMPTS_WORKFLOW } from '../../workflows/webhook-first-a
 import { TASK_QUEUE } from '../support/send-email-scenarios';
 import { BROADCAST_WORKFLOW, BROADCAST_PAGE_SIZE } from '../../workflows/broadcast';
 import { WORKFLOWS } from '../../workflows';
+import { AUTOMATION_RUN_WORKFLOW } from '../../workflows/automation-run';
+import { automationRunReplays, automationRunWrongTwins } from '../support/automation-run-scenarios';
 
 const silent = { warn() {}, info() {}, debug() {}, trace() {}, error() {}, log() {} };
 
@@ -273,6 +275,31 @@ describe('Temporal engine: bundled workflows replayed through the real worker', 
     );
   });
 
+  for (const r of automationRunReplays) {
+    it(`replays AutomationRun: ${r.name}`, async () => {
+      assert.equal(typeof (temporalWorkflows as Record<string, unknown>)[AUTOMATION_RUN_WORKFLOW], 'function');
+      const h = r.history();
+      // The fixture says what it holds: the activities in order and the result it completes with.
+      const events = h.toJSON().events as { eventType: string; [k: string]: unknown }[];
+      const scheduled = events
+        .filter((e) => e.eventType === 'ActivityTaskScheduled')
+        .map((e) => (e.activityTaskScheduledEventAttributes as { activityType: { name: string } }).activityType.name);
+      assert.deepEqual(scheduled, r.activities);
+      const done = events.at(-1)!.workflowExecutionCompletedEventAttributes as { result: { payloads: { data: string }[] } };
+      assert.deepEqual(JSON.parse(Buffer.from(done.result.payloads[0].data, 'base64').toString()), r.result);
+      await Worker.runReplayHistory({ workflowBundle: bundle }, h.history(), `replay-automation-${r.name}`);
+    });
+  }
+
+  for (const w of automationRunWrongTwins) {
+    it(`fails with a determinism error on an AutomationRun history: ${w.name}`, async () => {
+      await assert.rejects(
+        Worker.runReplayHistory({ workflowBundle: bundle }, w.history().history(), `wrong-automation-${w.name}`),
+        DeterminismViolationError,
+      );
+    });
+  }
+
   it('has a replay case for every workflow in WORKFLOWS, each exported from the bundle entry under its name', () => {
     const replayed = new Set([
       ...scenarios.map((s) => s.history(false).workflowType),
@@ -280,6 +307,7 @@ describe('Temporal engine: bundled workflows replayed through the real worker', 
       webhookHistory('retried').workflowType,
       firstAttemptsHistory(false).workflowType,
       broadcastHistory('right').workflowType,
+      ...automationRunReplays.map((r) => r.history().workflowType),
     ]);
     for (const def of WORKFLOWS) {
       assert.equal(

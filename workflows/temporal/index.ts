@@ -3,7 +3,7 @@
  * (and as on the embedded engine). Only engine-free bodies and the binding are imported here;
  * `bundleWorkflowCode` refuses Node modules, so activity implementations can never slip in.
  */
-import { sendEmail, domainVerification, webhookDelivery, webhookFirstAttempts, broadcastFanOut } from '..';
+import { sendEmail, domainVerification, webhookDelivery, webhookFirstAttempts, broadcastFanOut, automationRun } from '..';
 import { temporalWorkflow } from './binding';
 
 export const SendEmail = temporalWorkflow(sendEmail);
@@ -11,3 +11,4 @@ export const DomainVerification = temporalWorkflow(domainVerification);
 export const WebhookDelivery = temporalWorkflow(webhookDelivery);
 export const WebhookFirstAttempts = temporalWorkflow(webhookFirstAttempts);
 export const BroadcastFanOut = temporalWorkflow(broadcastFanOut);
+export const AutomationRun = temporalWorkflow(automationRun);
