@@ -1,3 +1,5 @@
+import { keyForToken } from './key-for-token';
+
 /**
  * The per-key request window, written once: every statement that charges a key (authentication,
  * db/sql/authenticate.ts, and the send store, db/sql/store-emails.ts) is built from these pieces,
@@ -39,6 +41,24 @@ export const chargeWindows = (rows: string) => `
 /** Admission of one request: `usedBefore` is the window's count before its own `cost`. */
 export const admits = (usedBefore: string, cost: string, cap: string, batch: string) =>
   `(${usedBefore} + ${cost} <= ${cap} or (${batch} and ${usedBefore} = 0))`;
+
+/**
+ * Requests that each cost one, authenticated by token and charged as a group: from a relation
+ * `q` with `req` (its order) and `token_hash`, the CTEs `k` (each request's key), `kc`, `charged`
+ * and `p`: each request with its key's columns (`id`, `organization_id`, `mode`, `domain_ids`,
+ * `rate_limit`) and `admitted`, in order over the running count of the window (contact upserts,
+ * events). A token that names no live key has no row in `p`.
+ */
+export const requestsByToken = (q: string) => `k as (
+  select ${q}.req, a.id, a.organization_id, a.mode, a.domain_ids, a.rate_limit, ${capOf('a.rate_limit')} as cap
+    from ${q} cross join lateral (select a.* from ${keyForToken(`${q}.token_hash`)}) a
+), kc as (
+  select id, count(*)::int as n from k group by id
+), charged as (${chargeWindows('select id as api_key_id, n as used from kc')}
+), p as (
+  select k.*, ${admits('(c.used - kc.n + row_number() over (partition by k.id order by k.req) - 1)', '1', 'k.cap', 'false')} as admitted
+    from k join kc on kc.id = k.id join charged c on c.api_key_id = k.id
+)`;
 
 /**
  * An upsert charging one request of the key in `key` (a relation with `id` and `rate_limit`):

@@ -1,8 +1,7 @@
 import type { Orm } from '../orm';
 import type { PropertyValue } from '../entities';
 import { runPrepared, type PreparedStatement } from '../prepared';
-import { keyForToken } from './key-for-token';
-import { admits, capOf, chargeWindows } from './rate-window';
+import { requestsByToken } from './rate-window';
 import { RUN_COLUMNS, runValues } from './automation-run-insert';
 
 /** One POST /events of a group. */
@@ -62,16 +61,7 @@ const RECORD_EVENTS: PreparedStatement = {
 with q as (
   select * from jsonb_to_recordset($1::jsonb) as x(
     req int, token_hash text, new_id uuid, email text, props jsonb, remove text[], name text, event_id text)
-), k as (
-  select q.req, a.id, a.organization_id, a.mode, a.domain_ids, a.rate_limit, ${capOf('a.rate_limit')} as cap
-    from q cross join lateral (select a.* from ${keyForToken('q.token_hash')}) a
-), kc as (
-  select id, count(*)::int as n from k group by id
-), charged as (${chargeWindows('select id as api_key_id, n as used from kc')}
-), p as (
-  select k.*, ${admits('(c.used - kc.n + row_number() over (partition by k.id order by k.req) - 1)', '1', 'k.cap', 'false')} as admitted
-    from k join kc on kc.id = k.id join charged c on c.api_key_id = k.id
-), ok as (
+), ${requestsByToken('q')}, ok as (
   select q.*, p.organization_id, p.domain_ids is null as unrestricted from p join q on q.req = p.req where p.admitted and p.mode = 'live'
 ), ins as (
   insert into contacts as x (id, organization_id, email, status, properties, created_at, updated_at)
