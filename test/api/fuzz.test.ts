@@ -493,7 +493,7 @@ describe('API fuzz: no 5xx and no writes for anything a client can send, on ever
     });
     await t.call('POST', `/api/v1/templates/${ids.template}/publish`, { as: 'admin' });
     ids.n = '1';
-    // An automation whose run sleeps a day, and that run (canceled, then refused, by the fuzz).
+    // An automation whose run sleeps a day (written parked), and that run (canceled, then refused, by the fuzz).
     const automation = await t.call('POST', '/api/v1/automations', {
       as: 'admin',
       body: { name: 'Fuzz', trigger: { event: 'fuzz-event' }, steps: [{ type: 'delay', duration: 'P1D' }] },
@@ -503,7 +503,7 @@ describe('API fuzz: no 5xx and no writes for anything a client can send, on ever
     await t.call('POST', '/api/v1/events', { body: { name: 'fuzz-event', email: 'fuzz@people.example' } });
     ids.run = await waitFor(async () => {
       const r = (await t.call('GET', `/api/v1/automations/${ids.automation}/runs`, { as: 'admin' })).body.data[0];
-      return r?.started_at ? r.id : undefined;
+      return r?.id;
     }, 'the fuzz automation run');
     ids.suppression = encodeURIComponent('fuzz-suppressed@example.com');
     await t.call('POST', '/api/v1/suppressions', { as: 'admin', body: { email: 'fuzz-suppressed@example.com' } });
