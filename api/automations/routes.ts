@@ -196,20 +196,18 @@ export function automationRoutes(deps: AutomationRoutesDeps): Router<ApiState> {
 
   router.delete('/automations/:id', admin, async (ctx) => {
     const a = auth(ctx);
-    const em = orm.em.fork();
-    let canceled = 0;
-    await em.transactional(async (tx) => {
-      const found = await find(ctx, tx);
+    const removed = await orm.em.fork().transactional(async (em) => {
+      const found = await find(ctx, em);
       const now = new Date();
       Object.assign(found, { enabled: false, deletedAt: now, updatedAt: now });
-      audit(tx, a, 'automation.deleted', { type: 'automation', id: found.id }, { name: found.name });
-      await tx.flush();
-      ctx.body = { ...presentAutomation(found, await definitionOf(tx, found)), deleted: true };
+      audit(em, a, 'automation.deleted', { type: 'automation', id: found.id }, { name: found.name });
+      await em.flush();
+      return presentAutomation(found, await definitionOf(em, found));
     });
     // After the commit: no new run can start for it now; the ones going are canceled and woken.
-    canceled = (await cancelRuns(orm, { automationId: (ctx.body as { id: string }).id }, new Date())).length;
+    const canceled = (await cancelRuns(orm, { automationId: removed.id }, new Date())).length;
     if (canceled) deps.automations?.();
-    (ctx.body as Record<string, unknown>).canceled_runs = canceled;
+    ctx.body = { ...removed, deleted: true, canceled_runs: canceled };
   });
 
   router.get('/automations/:id/runs', admin, async (ctx) => {

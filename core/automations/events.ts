@@ -8,11 +8,9 @@ import { GroupCommit } from '../group-commit';
 import { invalidKey, rateLimited } from '../auth';
 import { ServiceError, validationError, type ErrorDetail } from '../errors';
 import { bodySchema, fromYup, isPlainObject } from '../validate';
-import { parseAddrSpec } from '../emails/address';
+import { contactEmail } from '../contacts/schema';
+import { MAX_EVENT_NAME } from './definition';
 import { parseProperties, tooManyProperties, type PropertyPatch } from '../contacts/rules';
-
-/** Event names and ids (spec: Limits): 1 to 128 characters. */
-export const MAX_EVENT_NAME = 128;
 
 const eventSchema = bodySchema({
   name: yup.string().strict().required('name is required').min(1).max(MAX_EVENT_NAME),
@@ -41,7 +39,7 @@ export function parseEvent(body: unknown): EventInput {
   }
   const data = body.data === undefined ? { patch: { set: {}, remove: [] }, details: [] } : parseProperties(body.data, 'data');
   details.push(...data.details);
-  const email = typeof body.email === 'string' && body.email.length <= 320 ? parseAddrSpec(body.email)?.normalized : '';
+  const email = contactEmail(body.email);
   if (email === undefined) details.push({ field: 'email', message: 'email must be one email address (local@domain)' });
   if (details.length) throw validationError(details.map((d) => d.message).join('; '), details);
   return { name: body.name as string, email: email!, data: data.patch, id: (body.id as string | undefined) ?? randomUUID() };

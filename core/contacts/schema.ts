@@ -27,6 +27,15 @@ const upsertSchema = bodySchema({
   topics: yup.array().strict().of(yup.string().strict().required()).max(MAX_TOPIC_CHANGES),
 });
 
+/**
+ * A contact's key from a body's `email`: one bare address (no display name), lower-cased and
+ * trimmed; undefined when it is not one (a non-string or an over-long value is left to the schema's
+ * own message: '').
+ */
+export function contactEmail(value: unknown): string | undefined {
+  return typeof value === 'string' && value.length <= 320 ? parseAddrSpec(value)?.normalized : '';
+}
+
 /** A contact upsert, checked: what the upsert statement writes. */
 export interface ContactUpsert {
   email: string;
@@ -53,8 +62,7 @@ export function parseContactUpsert(body: unknown): ContactUpsert {
   }
   const props = body.properties === undefined ? { patch: { set: {}, remove: [] }, details: [] } : parseProperties(body.properties);
   details.push(...props.details);
-  // One bare address (no display name), lower-cased and trimmed: the contact's key.
-  const email = typeof body.email === 'string' && body.email.length <= 320 ? parseAddrSpec(body.email)?.normalized : '';
+  const email = contactEmail(body.email);
   if (email === undefined) details.push({ field: 'email', message: 'email must be one email address (local@domain)' });
   if (details.length) throw validationError(details.map((d) => d.message).join('; '), details);
   const topics = [...new Set((body.topics as string[] | undefined) ?? [])].sort();

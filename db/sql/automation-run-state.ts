@@ -110,13 +110,16 @@ export async function parkRun(
   w: { path: string; until: Date; entry: Record<string, unknown>; now: Date },
 ): Promise<{ parked: boolean; status: AutomationRunStatus } | null> {
   const em = orm.em.fork();
-  await em.execute(
+  const updated = await em.execute(
     `update automation_runs
         set step = ?, history = case when history @> ?::jsonb then history else history || ?::jsonb end,
             resume_at = ?, resume_path = ?, segment = segment + 1, started_at = null, updated_at = ?
-      where id = ? and status = 'running' and resume_path is distinct from ?`,
+      where id = ? and status = 'running' and resume_path is distinct from ?
+      returning status`,
     [w.path, JSON.stringify([{ step: w.path }]), JSON.stringify([w.entry]), w.until, w.path, w.now, runId, w.path],
   );
+  if (updated.length) return { parked: true, status: 'running' };
+  // Not written: parked here already (a retry after the commit), or the run ended meanwhile.
   const [row] = await em.execute('select status, resume_path from automation_runs where id = ?', [runId]);
   if (!row) return null;
   return { parked: row.resume_path === w.path && row.status === 'running', status: row.status };

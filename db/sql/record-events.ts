@@ -117,8 +117,7 @@ with q as (
 select q.req, p.id is not null as known, coalesce(p.admitted, false) as admitted, p.mode, p.rate_limit,
        cur.contact_id, coalesce(cur.created, false) as created,
        (select count(*)::int from runs where runs.contact_id = cur.contact_id) as runs,
-       (select count(*)::int from resumed where resumed.contact_id = cur.contact_id) as resumed,
-       (select count(*)::int from quota) as charged
+       (select count(*)::int from resumed where resumed.contact_id = cur.contact_id) as resumed
   from q left join p on p.req = q.req left join cur on cur.req = q.req
  order by q.req`,
 };
