@@ -1,4 +1,5 @@
 import type { SendEmailActivities } from '../workflows/send-email';
+import type { SendBatchActivities } from '../workflows/send-batch';
 import type { DomainVerificationActivities } from '../workflows/domain-verification';
 import type { WebhookDeliveryActivities } from '../workflows/webhook-delivery';
 import type { WebhookFirstAttemptsActivities } from '../workflows/webhook-first-attempts';
@@ -13,6 +14,7 @@ import { createAutomationRunActivities } from './automation-run';
 
 /** Every activity of every workflow in workflows/index.ts. A new workflow adds its contract here. */
 export type Activities = SendEmailActivities &
+  SendBatchActivities &
   DomainVerificationActivities &
   WebhookDeliveryActivities &
   WebhookFirstAttemptsActivities &

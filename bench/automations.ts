@@ -11,8 +11,7 @@
  * CPU are not the service's.
  */
 import { spawn } from 'node:child_process';
-import v8 from 'node:v8';
-import vm from 'node:vm';
+import { fullGc, mib } from './memory';
 import type { Logger } from 'pino';
 import type { Service } from '../server/service';
 import { createDomain, createKey } from '../core/provisioning';
@@ -74,20 +73,10 @@ export interface DelayZeroResult {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const mib = (n: number) => n / 2 ** 20;
-/** A full collection before each memory sample, so the samples compare what is retained, not garbage not collected yet. */
-let gcFn: (() => void) | null = null;
-const gc = () => {
-  if (!gcFn) {
-    v8.setFlagsFromString('--expose_gc');
-    gcFn = vm.runInNewContext('gc') as () => void;
-  }
-  gcFn();
-};
 const sampleMemory = async () => {
-  gc();
+  fullGc();
   await sleep(200);
-  gc();
+  fullGc();
   const m = process.memoryUsage();
   return { rss: m.rss, heap: m.heapUsed };
 };

@@ -43,24 +43,24 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const mib = (n: number) => n / 2 ** 20;
 
 /** `n` live queued messages of one recipient each from `domainId`, inserted in one statement each (rows only, as the API stores them). */
-async function seed(
+export async function seed(
   service: Service,
-  q: { orgId: string; keyId: string; domainId: string; domain: string; stream: string; n: number },
+  q: { orgId: string; keyId: string; domainId: string; domain: string; stream: string; n: number; html?: string },
 ): Promise<void> {
   const sql = service.db.orm.em.fork().getConnection();
   await sql.execute(
     `
 with e as (
-  insert into emails (id, organization_id, api_key_id, domain_id, from_address, to_addresses, subject, text, mode, status,
+  insert into emails (id, organization_id, api_key_id, domain_id, from_address, to_addresses, subject, text, html, mode, status,
                       message_id, created_at, updated_at, stream)
-  select id, ?, ?, ?, 'bench@' || ?, jsonb_build_array('r' || g || '@example.com'), 'Parked', 'hello', 'live', 'queued',
+  select id, ?, ?, ?, 'bench@' || ?, jsonb_build_array('r' || g || '@example.com'), 'Parked', 'hello', ?::text, 'live', 'queued',
          '<' || id || '@' || ? || '>', now() + g * interval '1 microsecond', now(), ?
     from (select svc_uuidv7() as id, g from generate_series(1, ?) g) s
   returning id, to_addresses
 )
 insert into recipients (id, email_id, address, field, state, attempts, updated_at)
 select svc_uuidv7(), e.id, e.to_addresses->>0, 'to', 'pending', 0, now() from e`,
-    [q.orgId, q.keyId, q.domainId, q.domain, q.domain, q.stream, q.n],
+    [q.orgId, q.keyId, q.domainId, q.domain, q.html ?? null, q.domain, q.stream, q.n],
   );
 }
 

@@ -20,6 +20,7 @@ import { benchAudienceReads, UPSERT_BODY, AUDIENCE_CONTACTS, type AudienceResult
 import { benchWebhooks, type WebhookBenchResult } from './webhooks';
 import { BenchClock, benchPark, benchPickup, type ParkResult, type PickupResult } from './caps';
 import { benchDrain, countingSink, smtpCeiling, type DrainResult } from './drain';
+import { benchSoak, BOUND_RATIO, type SoakResult } from './soak';
 import { benchBroadcast, type BroadcastResult } from './broadcast';
 import {
   automationsOrg,
@@ -45,7 +46,7 @@ const INTERLEAVED_ROUNDS = 4;
 const ROUND_SECONDS = SECONDS / INTERLEAVED_ROUNDS;
 /**
  * For iterating on one path: BENCH_ONLY=live-single, test-single, live-batch, test-batch, template
- * (live single sends plain and with templates), audience, webhooks, relay, caps, drain, broadcast or automations measures the baseline and that phase only
+ * (live single sends plain and with templates), audience, webhooks, relay, caps, drain, soak, broadcast or automations measures the baseline and that phase only
  * (BENCHMARKS.md is not written).
  */
 const ONLY = process.env.BENCH_ONLY;
@@ -59,6 +60,14 @@ const BULK_BACKLOG = Number(process.env.BENCH_BULK_BACKLOG || 10_000);
 const PICKUP_SENDS = Number(process.env.BENCH_PICKUP_SENDS || 60);
 /** The backlog of the drain phase (live, then test mode). */
 const DRAIN_MESSAGES = Number(process.env.BENCH_DRAIN_MESSAGES || 2_000);
+/** The soak: live messages a second through POST /emails/batch, for this many minutes (bench/soak.ts). */
+const SOAK_MINUTES = Number(process.env.BENCH_SOAK_MINUTES || 30);
+const SOAK_RATE = Number(process.env.BENCH_SOAK_RATE || 100);
+/**
+ * The soak's service keeps finished workflows a tenth of the soak (3 minutes of 30), so the engine's
+ * tables reach their bound early and the second half shows whether they stay there.
+ */
+const SOAK_RETENTION_MINUTES = SOAK_MINUTES / 10;
 /** The audience of the broadcast phase (contacts seeded in SQL, all subscribed). */
 const BROADCAST_CONTACTS = Number(process.env.BENCH_BROADCAST_CONTACTS || 100_000);
 /** Runs put to sleep in a one-day delay for the memory measurement, after a warm-up of SLEEPING_WARMUP. */
@@ -223,7 +232,10 @@ async function main() {
    * database: a phase leaves a backlog of hundreds of thousands of rows, and autovacuum working
    * through them would take CPU from the phases after it.
    */
-  const startBenchService = async (database: string, opts: { clock?: Clock; smtpPort?: number; sendRatePerSecond?: number } = {}) => {
+  const startBenchService = async (
+    database: string,
+    opts: { clock?: Clock; smtpPort?: number; sendRatePerSecond?: number; engineRetentionHours?: number } = {},
+  ) => {
     const service = await startService(
       {
         ...readConfig({}),
@@ -235,6 +247,7 @@ async function main() {
         dbPoolSize: POOL,
         smtpUrl: `smtp://127.0.0.1:${opts.smtpPort ?? relayPort}`,
         ...(opts.sendRatePerSecond ? { sendRatePerSecond: opts.sendRatePerSecond } : {}),
+        ...(opts.engineRetentionHours !== undefined ? { engineRetentionHours: opts.engineRetentionHours } : {}),
         smtpRelay: { ...readConfig({}).smtpRelay!, port: 0 },
         inboundSmtpPort: 0,
         platformDailyCap: 0,
@@ -402,13 +415,33 @@ async function main() {
     return { park, pickup };
   };
   /** A backlog drained to a counting sink, beside what a pooled nodemailer client gets from the same sink. */
-  const runDrain = async (): Promise<DrainResult> => {
+  const runDrain = async (): Promise<DrainResult & { pickup: PickupResult }> => {
     const sink = await countingSink();
     const connections = readConfig({}).workerConcurrency;
     log.info({ messages: DRAIN_MESSAGES, connections }, 'drain: the ceiling (pooled nodemailer to the counting sink)');
     const ceiling = await smtpCeiling(sink.port, DRAIN_MESSAGES, connections);
     const service = await startBenchService('bench_service_drain', { smtpPort: sink.port, sendRatePerSecond: 100_000 });
     const r = await benchDrain(service, sink, log, DRAIN_MESSAGES, ceiling);
+    await service.stop();
+    // Transactional pickup while a bulk backlog drains as fast as the sink takes it (the rate lifted).
+    const pickupService = await startBenchService('bench_service_drain_pickup', { smtpPort: sink.port, sendRatePerSecond: 100_000 });
+    const pickup = await benchPickup(pickupService, log, BULK_BACKLOG, PICKUP_SENDS);
+    await pickupService.stop();
+    await sink.close();
+    return { ...r, pickup };
+  };
+  /**
+   * Issue "Delivery throughput": SOAK_RATE live messages a second for SOAK_MINUTES to a counting
+   * sink with the send rate lifted, memory and table sizes every minute.
+   */
+  const runSoak = async (): Promise<SoakResult> => {
+    const sink = await countingSink();
+    const service = await startBenchService('bench_service_soak', {
+      smtpPort: sink.port,
+      sendRatePerSecond: 100_000,
+      engineRetentionHours: SOAK_RETENTION_MINUTES / 60,
+    });
+    const r = await benchSoak(service, sink, log, { minutes: SOAK_MINUTES, rate: SOAK_RATE, retentionMinutes: SOAK_RETENTION_MINUTES });
     await service.stop();
     await sink.close();
     return r;
@@ -513,6 +546,14 @@ async function main() {
     if (pg) await pg.stop();
     return;
   }
+  if (ONLY === 'soak') {
+    const r = await runSoak();
+    log.info({ base: base.rps, ...r, samples: undefined }, 'BENCH_ONLY: soak measured');
+    process.stdout.write(soakSection(r) + '\n');
+    await new Promise<void>((resolve) => relay.close(() => resolve()));
+    if (pg) await pg.stop();
+    return;
+  }
   if (ONLY === 'caps') {
     const c = await runCaps();
     log.info({ base: base.rps, ...c }, 'BENCH_ONLY: caps measured');
@@ -549,9 +590,10 @@ async function main() {
   const smtpRelay = ONLY ? null : await runRelay();
   const caps = ONLY ? null : await runCaps();
   const drain = ONLY ? null : await runDrain();
+  const soak = ONLY ? null : await runSoak();
   const broadcasts = ONLY ? null : await runBroadcast();
   const automations = ONLY ? null : await runAutomations();
-  if (!live || !test || !audience || !webhooks || !smtpRelay || !caps || !drain || !broadcasts || !automations) {
+  if (!live || !test || !audience || !webhooks || !smtpRelay || !caps || !drain || !soak || !broadcasts || !automations) {
     await new Promise<void>((resolve) => relay.close(() => resolve()));
     if (pg) await pg.stop();
     return;
@@ -664,13 +706,19 @@ send every 250 ms through the API, each timed from acceptance to its \`sent\` ev
 ${drain.messages.toLocaleString('en-US')} messages accepted through \`POST /emails/batch\` as fast as the key allows, timed from the first
 acceptance until the last left, with \`SEND_RATE_PER_SECOND\` lifted; live mail to a loopback SMTP sink that only counts, test mail
 to its final status. The ceiling: the same sink filled by one pooled nodemailer transport with as many connections
-(${readConfig({}).workerConcurrency}) as \`WORKER_CONCURRENCY\`, in the same run. Issue 20's goals are listed; nothing here is tuned for them yet.
+(${readConfig({}).workerConcurrency}) as \`WORKER_CONCURRENCY\`, in the same run. The service delivers in SendBatch runs of up to 100 messages
+(docs/architecture.md, "Delivering a backlog"). Then a fresh service with ${BULK_BACKLOG.toLocaleString('en-US')} bulk messages seeded in SQL drains them to the same sink
+while transactional sends arrive every 250 ms.
 
 | Measure | Result | Goal (issue 20) |
 |---|---|---|
 | Ceiling: pooled nodemailer to the sink | ${f(drain.ceilingPerSecond, 0)} messages/s | |
 | Live drain | ${f(drain.livePerSecond, 1)} messages/s (${f(drain.liveSeconds)} s), ${f((drain.livePerSecond / drain.ceilingPerSecond) * 100, 0)}% of the ceiling | ≥ 80% and ≥ 300/s |
 | Test-mode drain | ${f(drain.testPerSecond, 1)} messages/s (${f(drain.testSeconds)} s) | ≥ 1,000/s |
+| Live drain of a backlog seeded in SQL (delivery alone: no API accepting in the same process meanwhile) | ${f(drain.seededPerSecond, 1)} messages/s (${f(drain.seededSeconds)} s), ${f((drain.seededPerSecond / drain.ceilingPerSecond) * 100, 0)}% of the ceiling | |
+| Transactional pickup (accepted → handed to the sink) while ${drain.pickup.backlog.toLocaleString('en-US')} bulk messages drain, ${drain.pickup.sends} sends 250 ms apart | p50 ${f(drain.pickup.p50, 0)} ms, **p99 ${f(drain.pickup.p99, 0)} ms**, max ${f(drain.pickup.max, 0)} ms; ${drain.pickup.bulkSent.toLocaleString('en-US')} bulk messages left meanwhile | p99 < 1 s |
+
+${soakSection(soak)}
 
 ## Broadcast fan-out
 
@@ -723,6 +771,40 @@ ${automations.delayZero.events} events one every ${automations.delayZero.interva
 `;
   fs.writeFileSync(path.join(__dirname, '..', 'BENCHMARKS.md'), md);
   process.stdout.write(md);
+}
+
+/** BENCHMARKS.md's "Soak" section (also printed by BENCH_ONLY=soak). */
+function soakSection(soak: SoakResult): string {
+  const f = (n: number, d = 1) => n.toFixed(d);
+  const n = (x: number) => x.toLocaleString('en-US');
+  // Rounded first: a slope of -0.2 rows a minute reads 0, not -0.
+  const whole = (x: number) => f(Math.round(x) + 0, 0);
+  const last = soak.samples[soak.samples.length - 1];
+  const half = Math.floor(soak.minutes / 2);
+  return `## Soak
+
+${n(soak.ratePerSecond)} live messages a second for ${soak.minutes} minutes through \`POST /emails/batch\` (each second's messages in batches of up to
+100, sent at the start of that second), to a loopback SMTP sink that only counts, with \`SEND_RATE_PER_SECOND\` lifted and
+\`ENGINE_RETENTION_HOURS\` at ${f(soak.retentionMinutes)} minutes (a tenth of the soak, so the engine's tables reach their bound early). Every minute:
+the process's resident memory and V8 heap after a full GC (the service runs in it), the messages accepted and delivered to the sink so far,
+and the rows of DBOS's \`workflow_status\` (one per workflow; of them active: running, queued or delayed, which retention never
+touches) and \`operation_outputs\` (one per step) and of \`emails\`.
+
+| Minute | RSS MiB | Heap MiB | Accepted | Delivered | \`workflow_status\` (active) | \`operation_outputs\` | \`emails\` |
+|---|---|---|---|---|---|---|---|
+${soak.samples.map((s) => `| ${s.minute} | ${f(s.rssMiB, 0)} | ${f(s.heapMiB, 0)} | ${n(s.accepted)} | ${n(s.delivered)} | ${n(s.workflows)} (${n(s.active)}) | ${n(s.steps)} | ${n(s.emails)} |`).join('\n')}
+
+| Measure (second half: minutes ${half}–${soak.minutes}, least-squares slopes) | Result | Goal |
+|---|---|---|
+| RSS growth | **${f(soak.rssSlopeMiBPerMinute, 2)} MiB/minute** | flat |
+| V8 heap growth | ${f(soak.heapSlopeMiBPerMinute, 2)} MiB/minute | flat |
+| Finished workflows (\`workflow_status\` rows not active) | ${whole(soak.finishedSlopePerMinute)}/minute; highest ${n(soak.firstHalfMax.finished)} in the first half, ${n(soak.secondHalfMax.finished)} in the second | bounded |
+| \`operation_outputs\` rows | ${whole(soak.stepsSlopePerMinute)}/minute; highest ${n(soak.firstHalfMax.steps)} in the first half, ${n(soak.secondHalfMax.steps)} in the second | bounded |
+| Engine rows bounded: finished workflows and steps (second half's highest ≤ ${BOUND_RATIO} × the first half's) | **${soak.engineBounded ? 'yes' : 'no'}** | yes |
+| Active workflows (the engine's backlog: started, not finished) | ${whole(soak.activeSlopePerMinute)}/minute | |
+| Delivered / accepted at the end | ${n(last.delivered)} / ${n(last.accepted)} (${f((last.delivered / Math.max(1, last.accepted)) * 100, 0)}%) | |
+| Seconds sent more than a second late / batches refused | ${soak.lateSeconds} / ${soak.errors}${soak.errors ? ` (first: ${soak.firstError.replaceAll('|', '\\|')})` : ''} | 0 / 0 |
+`;
 }
 
 main().catch((e) => {

@@ -190,6 +190,7 @@ async function worker(): Promise<void> {
     ...identityDeps({ ...config, publicUrl: linkBaseUrl(config, config.port) }),
     dns: createDnsResolver(config.dnsServers),
     webhooks,
+    sendSlots: config.workerConcurrency * 2,
   });
   const running = await runTemporalWorker({
     settings: temporalSettings(config),

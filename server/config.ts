@@ -52,6 +52,8 @@ export interface Config {
   workerId: string | undefined;
   /** WORKER_DEAD_AFTER_SECONDS: a process whose heartbeat is this old is dead, and its unfinished work is taken over. */
   workerDeadAfterSeconds: number;
+  /** ENGINE_RETENTION_HOURS: the embedded engine's finished workflows are deleted this long after they finish (fractions allowed; 0 keeps them). */
+  engineRetentionHours: number;
   /** NODE_ENV=production: tokens are never printed, and first start creates no keys (use `svc key create`). */
   production: boolean;
   /** WEBHOOK_ALLOW_HTTP: webhook URLs may use plain http (default: on in development, off with NODE_ENV=production). */
@@ -135,6 +137,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     domainVerifySweepSeconds: int('DOMAIN_VERIFY_SWEEP_SECONDS', 60, env),
     workerId: workerId(env.WORKER_ID),
     workerDeadAfterSeconds: atLeast('WORKER_DEAD_AFTER_SECONDS', int('WORKER_DEAD_AFTER_SECONDS', 60, env), 2),
+    engineRetentionHours: int('ENGINE_RETENTION_HOURS', 24, env),
     production: env.NODE_ENV === 'production',
     webhookAllowHttp: flag('WEBHOOK_ALLOW_HTTP', env.NODE_ENV !== 'production', env),
     webhookAllowPrivate: flag('WEBHOOK_ALLOW_PRIVATE', env.NODE_ENV !== 'production', env),

@@ -22,6 +22,7 @@ import { CapRelease, SendCaps } from '../worker/send-caps';
 import { BroadcastDispatcher } from '../worker/broadcast-dispatcher';
 import { AutomationDispatcher } from '../worker/automation-dispatcher';
 import { DomainVerificationSweep } from '../worker/domain-sweep';
+import { EngineRetention } from '../worker/engine-retention';
 import { WebhookDispatcher } from '../worker/webhook-dispatcher';
 import { createWebhookHttp } from '../activities/webhook-http';
 import { createApp } from '../api/app';
@@ -148,6 +149,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       webhooks: webhookHttp,
       afterWebhookAttempt: () => dispatcher?.kick(),
       afterEnqueue: () => outbox?.kick(),
+      // Twice the pool's connections: each has its next message ready when one ends.
+      sendSlots: config.workerConcurrency * 2,
     });
     try {
       engine = await startDbosEngine({
@@ -155,7 +158,6 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         activities,
         retryBaseSeconds: config.retryBaseSeconds,
         log,
-        sendRatePerSecond: config.sendRatePerSecond,
         workerConcurrency: config.workerConcurrency,
         executorId: executor.id,
         applicationVersion: APPLICATION_VERSION,
@@ -177,6 +179,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     confirmationWindowMs: config.temporal?.confirmationWindowMs ?? 0,
     caps,
     clock,
+    sendRatePerSecond: config.sendRatePerSecond,
+    retryBaseSeconds: config.retryBaseSeconds,
   });
   outbox.start();
   const capRelease = new CapRelease(caps, {
@@ -194,6 +198,15 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     config.domainVerifySweepSeconds * 1000,
   );
   sweep.start();
+  // Finished workflows leave DBOS's tables after ENGINE_RETENTION_HOURS; Temporal keeps its own history.
+  const retention =
+    config.engine === 'embedded'
+      ? new EngineRetention(workerOrm, {
+          retentionMs: config.engineRetentionHours * 3_600_000,
+          log: log.child({ component: 'engine-retention' }),
+        })
+      : null;
+  retention?.start();
   const broadcasts = new BroadcastDispatcher(workerOrm, engine, log.child({ component: 'broadcast-dispatcher' }));
   broadcasts.start();
   const automations = new AutomationDispatcher(workerOrm, engine, systemClock, log.child({ component: 'automation-dispatcher' }));
@@ -298,6 +311,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       await capRelease.stop();
       await outbox.stop();
       await sweep.stop();
+      await retention?.stop();
       await broadcasts.stop();
       await automations.stop();
       await dispatcher?.stop();

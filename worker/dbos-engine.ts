@@ -1,4 +1,4 @@
-import { DBOS } from '@dbos-inc/dbos-sdk';
+import { DBOS, Error as DBOSErrors } from '@dbos-inc/dbos-sdk';
 import type { Logger } from 'pino';
 import type { Activities } from '../activities';
 import { isNonRetryable } from '../activities/errors';
@@ -14,8 +14,6 @@ export interface DbosEngineOptions {
   activities: Activities;
   retryBaseSeconds: number;
   log: Logger;
-  /** Platform-wide live sends per second (the spec's worker send rate), enforced by the rate-limited queue. */
-  sendRatePerSecond: number;
   /** Runs at once in this process, per queue. */
   workerConcurrency: number;
   /**
@@ -39,17 +37,6 @@ export const DBOS_INTERNAL_QUEUE = '_dbos_internal_queue';
  * runs in the rate-limited delivery queue is started before them.
  */
 const PRIORITY: Record<Stream, number> = { transactional: 1, bulk: 2 };
-
-/**
- * The send rate as DBOS's limiter counts it: starts within a rolling window. A window of one
- * second lets the whole second's allowance start at once and then nothing for a second, so mail
- * that arrives just after waits up to a second; quarter-second windows (same rate) keep the
- * wait of a transactional message behind a bulk backlog to a quarter of that.
- */
-export function quarterSecondWindows(perSecond: number): { limitPerPeriod: number; periodSec: number } {
-  const limitPerPeriod = Math.max(1, Math.ceil(perSecond / 4));
-  return { limitPerPeriod, periodSec: limitPerPeriod / perSecond };
-}
 
 /** DBOS is a process-wide singleton: workflows are registered once, against the current engine's activities. */
 const registered = new Map<string, (input: unknown) => Promise<unknown>>();
@@ -116,17 +103,17 @@ export async function startDbosEngine(opts: DbosEngineOptions): Promise<Engine> 
   await withAdvisoryLock(opts.databaseUrl, LOCKS.engineLaunch, () => DBOS.launch());
   // Queues decouple acceptance from execution: the API only records the start; workers dispatch
   // at a bounded concurrency, so a burst of sends never starves the API of CPU or connections.
-  for (const [name, q] of Object.entries(QUEUES)) {
+  // The send rate is not DBOS's limiter: it counts runs, and a run delivers a batch; the outbox
+  // takes each live message's start from the rate in SQL (worker/outbox.ts).
+  for (const name of Object.keys(QUEUES)) {
     await DBOS.registerQueue(name, {
       workerConcurrency: opts.workerConcurrency,
-      ...(q.rateLimited ? { rateLimit: quarterSecondWindows(opts.sendRatePerSecond) } : {}),
       minPollingIntervalMs: 100,
       onConflict: 'always_update',
     });
   }
-  // Enough started work to keep each queue busy for a while; the backlog past it waits in the outbox.
-  const highWater = (queue: QueueName) =>
-    QUEUES[queue].rateLimited ? Math.max(opts.workerConcurrency * 4, opts.sendRatePerSecond * 5) : opts.workerConcurrency * 32;
+  // Enough started runs to keep each queue busy for a while; the backlog past it waits in the outbox.
+  const highWater = opts.workerConcurrency * 4;
   let running = true;
   log.info({ executorId: opts.executorId }, 'embedded workflow engine (DBOS) launched');
   return {
@@ -147,7 +134,7 @@ export async function startDbosEngine(opts: DbosEngineOptions): Promise<Engine> 
     },
     async room(queue, stream = 'transactional') {
       // Each stream has its own window in the queue: a bulk backlog fills only its own.
-      const limit = highWater(queue);
+      const limit = highWater;
       const waiting = await DBOS.listQueuedWorkflows({
         queueName: queue,
         status: ['ENQUEUED', 'PENDING'],
@@ -159,7 +146,14 @@ export async function startDbosEngine(opts: DbosEngineOptions): Promise<Engine> 
     },
     async signal(workflowId, signal, occurrence) {
       // Keyed, so a repeated signal (a retried cancel) is delivered once.
-      await DBOS.send(workflowId, { at: Date.now() }, signal, `${signal}:${workflowId}${occurrence ? `:${occurrence}` : ''}`);
+      try {
+        await DBOS.send(workflowId, { at: Date.now() }, signal, `${signal}:${workflowId}${occurrence ? `:${occurrence}` : ''}`);
+      } catch (err) {
+        // No such run: never started under that id (a message delivered by a batch) or removed by
+        // retention after it ended. Either way nothing waits for the signal.
+        if (err instanceof DBOSErrors.DBOSNonExistentWorkflowError) return;
+        throw err;
+      }
     },
     ready: () => running,
     async stop() {

@@ -4,14 +4,24 @@ import type { KeyMode, Stream } from '../db/entities';
 import { claimOutbox, markEnqueued, outboxHasDue, type OutboxRow } from '../db/sql/claim-outbox';
 import type { Clock } from '../core/clock';
 import { systemClock } from '../core/clock';
+import { createHash } from 'node:crypto';
 import { sendEmail, type SendEmailInput } from '../workflows/send-email';
+import { sendBatch, type SendBatchInput } from '../workflows/send-batch';
 import type { QueueName } from '../workflows/definition';
+import { takeSendRate } from '../db/sql/send-rate';
 import type { Engine } from './engine';
 import { Poller } from './poller';
 import type { SendCaps } from './send-caps';
 
-/** Most rows one claim takes. */
-const BATCH = 200;
+/** Most rows one pass looks at per lane; a pass that hit it is followed by another at once. */
+const PASS = 1000;
+/** Most rows one chunk (one transaction) claims. */
+const CHUNK = 500;
+/**
+ * Messages per SendBatch run: the engine's bookkeeping (a start, a few checkpoints) is paid per
+ * run, so a backlog leaves at the rate of SMTP and SQL, not of the engine (docs/architecture.md).
+ */
+export const MESSAGES_PER_RUN = 100;
 /** A pass now and then even without kicks: recovers anything a crash left unstarted, starts mail that fell due. */
 const SAFETY_POLL_MS = 1000;
 /** Kicks within this window share one pass, so a pass starts many messages. */
@@ -39,8 +49,19 @@ const LANES: Lane[] = [
 interface Pass {
   /** A claim hit its batch limit: more rows are waiting and there is room for them. */
   more: boolean;
-  /** Rows are waiting but a queue had no room. */
+  /** Rows are waiting but a queue had no room, or the send rate's window is spent. */
   full: boolean;
+}
+
+/**
+ * The send rate as windows of a quarter second (same rate): a window of one second would let
+ * the whole second's allowance go at once and then nothing for a second, so mail arriving just
+ * after would wait up to a second; a transactional message behind a bulk backlog waits at most
+ * a quarter of that.
+ */
+export function rateWindows(perSecond: number): { limit: number; periodMs: number } {
+  const limit = Math.max(1, Math.ceil(perSecond / 4));
+  return { limit, periodMs: (limit / perSecond) * 1000 };
 }
 
 export interface OutboxOptions {
@@ -49,6 +70,12 @@ export interface OutboxOptions {
   /** Daily caps, reserved for live mail before its workflow starts; absent: no caps (tests of the outbox alone). */
   caps?: SendCaps;
   clock?: Clock;
+  /** SEND_RATE_PER_SECOND: live starts per second across every process (the send_rate row); absent: unlimited. */
+  sendRatePerSecond?: number;
+  /** RETRY_BASE_SECONDS: the first delay before a batch tries again what the relay refused for now. */
+  retryBaseSeconds?: number;
+  /** Messages per SendBatch run (default MESSAGES_PER_RUN); tests of lanes and rooms count one per run. */
+  messagesPerRun?: number;
 }
 
 /**
@@ -63,7 +90,13 @@ export interface OutboxOptions {
  * here until it is due (no engine timer), so it is reserved on the day it goes out.
  *
  * Backpressure: each lane is started only while the engine has room for it (`Engine.room`),
- * oldest due first; the backlog past that waits here and costs nothing until its turn.
+ * oldest due first; the backlog past that waits here and costs nothing until its turn. Live mail
+ * also takes its starts from the platform send rate here, in SQL, so the rate holds per message
+ * however messages are grouped into runs and however many processes run outboxes.
+ *
+ * Runs: a chunk's messages start as SendBatch runs of up to MESSAGES_PER_RUN. Only with a
+ * confirmation window (Temporal: a `sent` message's run waits for a delivery event or an
+ * operator's close, signalled by email id) does each message get its own SendEmail run.
  */
 export class Outbox {
   private readonly poller: Poller;
@@ -98,61 +131,111 @@ export class Outbox {
   }
 
   /**
-   * One pass: per lane, claim-reserve-start-mark chunks until the engine's room is filled or
-   * BATCH messages were looked at. Parked messages take no room, so a capped backlog is parked
-   * BATCH at a time without waiting for the queue. Each chunk is its own transaction, so the
-   * counter locks one transaction takes follow one global order (see SendCaps.admit): concurrent
-   * passes queue on a counter but never deadlock.
+   * One pass: per lane, claim-reserve-rate-start-mark chunks until the engine's room is filled,
+   * the rate's window is spent or PASS messages were looked at. Parked messages take no room, so
+   * a capped backlog is parked PASS at a time without waiting for the queue. Each chunk is its
+   * own transaction, so the counter locks one transaction takes follow one global order (see
+   * SendCaps.admit, then the send_rate row): concurrent passes queue but never deadlock.
    */
   async runOnce(): Promise<Pass> {
     const rooms = await Promise.all(LANES.map((l) => this.engine.room(QUEUE_OF[l.mode], l.stream)));
     const now = this.clock.now();
     const pass: Pass = { more: false, full: false };
+    const perRun = this.perRun();
     for (const [i, lane] of LANES.entries()) {
-      let room = rooms[i] ?? BATCH;
+      // Room is counted in runs; a run takes up to perRun messages.
+      let room = rooms[i] ?? Math.ceil(PASS / perRun);
       if (room <= 0) {
         if (await outboxHasDue(this.orm.em.fork(), { ...lane, now })) pass.full = true;
         continue;
       }
       let examined = 0;
-      while (room > 0 && examined < BATCH) {
-        const limit = Math.min(room, BATCH - examined);
+      while (room > 0 && examined < PASS) {
+        const limit = Math.min(room * perRun, CHUNK, PASS - examined);
         const chunk = await this.chunk(lane, now, limit);
         examined += chunk.claimed;
-        room -= chunk.started;
+        room -= chunk.runs;
+        if (chunk.throttled) {
+          pass.full = true;
+          break;
+        }
         if (chunk.claimed < limit) break;
-        if (room <= 0) pass.full = examined < BATCH;
+        if (room <= 0) pass.full = examined < PASS;
       }
-      if (examined >= BATCH) pass.more = true;
+      if (examined >= PASS) pass.more = true;
     }
     return pass;
   }
 
-  /** Claims up to `limit` of a lane, reserves the live ones, starts what may go and marks it, in one transaction. */
-  private async chunk(lane: Lane, now: Date, limit: number): Promise<{ claimed: number; started: number }> {
+  /** Messages per run: one with a confirmation window (its run waits at `sent`, signalled by email id). */
+  private perRun(): number {
+    return (this.opts.confirmationWindowMs ?? 0) > 0 ? 1 : (this.opts.messagesPerRun ?? MESSAGES_PER_RUN);
+  }
+
+  /**
+   * Claims up to `limit` of a lane, reserves the live ones against the caps and the send rate,
+   * starts what may go and marks it, in one transaction. Messages the rate's window had no room
+   * for stay unmarked (and keep their reservation): the next pass takes them first.
+   */
+  private async chunk(lane: Lane, now: Date, limit: number): Promise<{ claimed: number; runs: number; throttled: boolean }> {
     return this.orm.em.fork().transactional(async (em) => {
       const claimed = await claimOutbox(em, { ...lane, now, limit });
-      if (claimed.length === 0) return { claimed: 0, started: 0 };
-      // Test mail never touches the caps; live mail starts only with its allowances reserved.
-      const start = lane.mode === 'live' && this.opts.caps ? new Set(await this.opts.caps.admit(em, claimed, now)) : null;
-      const rows = start ? claimed.filter((r) => start.has(r.id)) : claimed;
-      // Every message gets its workflow, even one canceled meanwhile: the workflow records the outcome.
+      if (claimed.length === 0) return { claimed: 0, runs: 0, throttled: false };
+      // Test mail never touches the caps or the rate; live mail starts only with its allowances reserved.
+      const live = lane.mode === 'live';
+      const admitted = live && this.opts.caps ? new Set(await this.opts.caps.admit(em, claimed, now)) : null;
+      let rows = admitted ? claimed.filter((r) => admitted.has(r.id)) : claimed;
+      let throttled = false;
+      const rate = this.opts.sendRatePerSecond;
+      if (live && rate !== undefined && rows.length > 0) {
+        const w = rateWindows(rate);
+        const granted = await takeSendRate(em, { windowNo: Math.floor(Date.now() / w.periodMs), limit: w.limit, want: rows.length });
+        throttled = granted < rows.length;
+        rows = rows.slice(0, granted);
+      }
+      // Every message gets a run, even one canceled meanwhile: its claim then leaves it alone.
       const done: string[] = [];
-      const window = this.opts.confirmationWindowMs ?? 0;
+      const runs = this.runsOf(rows);
       await Promise.all(
-        rows.map(async (e) => {
-          const input: SendEmailInput = { emailId: e.id, ...(window > 0 ? { confirmationWindowMs: window } : {}) };
+        runs.map(async (run) => {
           try {
-            await this.engine.start(sendEmail, e.id, input, { queue: QUEUE_OF[e.mode], stream: e.stream });
-            done.push(e.id);
+            await this.startRun(run);
+            done.push(...run.map((r) => r.id));
           } catch (err) {
-            this.log.error({ err, emailId: e.id }, 'could not start SendEmail; retried on the next pass');
+            this.log.error({ err, emailIds: run.length, firstEmailId: run[0].id }, 'could not start delivery; retried on the next pass');
           }
         }),
       );
       await markEnqueued(em, done, new Date());
-      return { claimed: claimed.length, started: rows.length };
+      return { claimed: claimed.length, runs: runs.length, throttled };
     });
+  }
+
+  private runsOf(rows: OutboxRow[]): OutboxRow[][] {
+    const perRun = this.perRun();
+    const runs: OutboxRow[][] = [];
+    for (let i = 0; i < rows.length; i += perRun) runs.push(rows.slice(i, i + perRun));
+    return runs;
+  }
+
+  /**
+   * One run for `rows` (one lane). A batch's workflow id is derived from its members, so the
+   * same chunk started again after a crash is a no-op; a chunk grouped differently is a second
+   * run, and the claim in the database gives each message to one of them.
+   */
+  private async startRun(rows: OutboxRow[]): Promise<void> {
+    const { mode, stream } = rows[0];
+    const opts = { queue: QUEUE_OF[mode], stream };
+    const window = this.opts.confirmationWindowMs ?? 0;
+    if (window > 0) {
+      const input: SendEmailInput = { emailId: rows[0].id, confirmationWindowMs: window };
+      await this.engine.start(sendEmail, rows[0].id, input, opts);
+      return;
+    }
+    const ids = rows.map((r) => r.id);
+    const batchId = `send-batch-${createHash('sha256').update(ids.join(',')).digest('hex').slice(0, 32)}`;
+    const input: SendBatchInput = { batchId, emailIds: ids, retryBaseSeconds: this.opts.retryBaseSeconds ?? 30 };
+    await this.engine.start(sendBatch, batchId, input, opts);
   }
 
   async stop(): Promise<void> {

@@ -4,7 +4,7 @@ import type { Orm } from '../db/orm';
 import type { Clock } from '../core/clock';
 import { nextUtcMidnight, organizationLimit, platformLimit, stageLimit, utcDay, warmupAdvances } from '../core/limits/caps';
 import type { OutboxRow } from '../db/sql/claim-outbox';
-import { ensureCounters, PLATFORM_SCOPE_ID, reserveSend } from '../db/sql/reserve-send';
+import { ensureCounters, PLATFORM_SCOPE_ID, reserveChunk } from '../db/sql/reserve-send';
 import { parkedDomains, unpark, usedOn } from '../db/sql/release-parked';
 import { currentWarmupStage, lastSendingDay, recordWarmupCheck } from '../db/sql/warmup';
 import { Poller } from './poller';
@@ -18,15 +18,13 @@ export interface SendCapsOptions {
   log: Logger;
 }
 
-const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-
 /** Most parked messages one release statement wakes. */
 const RELEASE_PAGE = 1000;
 
 /**
- * The daily allowances at dispatch (the outbox) and their release. PostgreSQL decides: each live
- * message is reserved by one statement (db/sql/reserve-send.ts); one that does not fit is parked
- * in its row (no workflow, no timer) and woken by `release` when a day turns or a limit rises.
+ * The daily allowances at dispatch (the outbox) and their release. PostgreSQL decides: a chunk's
+ * live messages are reserved by one statement (db/sql/reserve-send.ts); one that does not fit is
+ * parked in its row (no workflow, no timer) and woken by `release` when a day turns or a limit rises.
  */
 export class SendCaps {
   constructor(private readonly opts: SendCapsOptions) {}
@@ -51,39 +49,37 @@ export class SendCaps {
     // First in the transaction, before any counter is locked (worker/outbox.ts: one chunk, one
     // transaction): a pass that waits here on another's new row holds no lock that one needs.
     await ensureCounters(em, [...counters.values()]);
-    const start: string[] = [];
-    let parked = 0;
-    // Locks in one global order in every transaction: platform, then by organization (its row,
-    // then its domains' rows). Concurrent passes then queue on a counter but never deadlock.
-    const inLockOrder = [...rows].sort((a, b) =>
-      a.organization_id === b.organization_id ? cmp(a.domain_id, b.domain_id) : cmp(a.organization_id, b.organization_id),
-    );
-    for (const r of inLockOrder) {
-      const stage = stages.get(r.domain_id) ?? null;
-      const result = await reserveSend(em, {
-        emailId: r.id,
-        organizationId: r.organization_id,
-        domainId: r.domain_id,
-        day,
-        until,
-        limits: { platform, organization: organizationLimit(r.plan, r.daily_send_cap), domain: stageLimit(stage) },
-        warmupStage: stage,
-      });
-      if (result.outcome !== 'parked') {
-        start.push(r.id);
-        continue;
-      }
-      parked += 1;
-      if (result.firstToday) {
-        const scopeId =
-          result.reason === 'platform_daily_cap' ? null : result.reason === 'organization_daily_cap' ? r.organization_id : r.domain_id;
-        // Once per day per scope across processes (the counter row's reached_at decides).
-        this.opts.log.warn(
-          { reason: result.reason, scopeId, day, organizationId: r.organization_id },
-          'daily send cap reached; mail waits for the next UTC day',
-        );
-      }
+    const parkedRows = await reserveChunk(em, {
+      day,
+      until,
+      platformLimit: platform,
+      // In claim order: the statement admits each organization's and domain's messages in it.
+      messages: rows.map((r) => {
+        const stage = stages.get(r.domain_id) ?? null;
+        return {
+          id: r.id,
+          organizationId: r.organization_id,
+          domainId: r.domain_id,
+          limits: { organization: organizationLimit(r.plan, r.daily_send_cap), domain: stageLimit(stage) },
+          warmupStage: stage,
+        };
+      }),
+    });
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    for (const p of parkedRows) {
+      if (!p.firstToday) continue;
+      const r = byId.get(p.id)!;
+      const scopeId = p.reason === 'platform_daily_cap' ? null : p.reason === 'organization_daily_cap' ? r.organization_id : r.domain_id;
+      // Once per day per scope across processes (the counter row's reached_at decides).
+      this.opts.log.warn(
+        { reason: p.reason, scopeId, day, organizationId: r.organization_id },
+        'daily send cap reached; mail waits for the next UTC day',
+      );
     }
+    // Reserved, and no longer queued (its workflow records that): both start.
+    const held = new Set(parkedRows.map((p) => p.id));
+    const start = rows.filter((r) => !held.has(r.id)).map((r) => r.id);
+    const parked = held.size;
     if (parked) this.opts.log.debug({ parked, day }, 'messages parked behind daily caps');
     return start;
   }

@@ -35,3 +35,11 @@ export function retryPolicy(kind: RetryClass, transportBaseSeconds = 30): RetryP
 
 /** Error names that must never be retried: a retry cannot change the outcome. */
 export const NON_RETRYABLE_ERROR_TYPES = ['PermanentFailure'];
+
+/** A failure's innermost message, bounded: engines wrap activity errors (Temporal's ActivityFailure has a cause). */
+export function describeFailure(err: unknown): string {
+  let e: unknown = err;
+  while (e && typeof e === 'object' && 'cause' in e && (e as { cause?: unknown }).cause) e = (e as { cause: unknown }).cause;
+  if (e && typeof e === 'object' && 'message' in e) return String((e as { message: unknown }).message).slice(0, 1000);
+  return String(e).slice(0, 1000);
+}

@@ -1,16 +1,18 @@
 import type { AnyWorkflowDef } from './definition';
 import { sendEmail } from './send-email';
+import { sendBatch } from './send-batch';
 import { domainVerification } from './domain-verification';
 import { webhookDelivery } from './webhook-delivery';
 import { webhookFirstAttempts } from './webhook-first-attempts';
 import { broadcastFanOut } from './broadcast';
 import { automationRun } from './automation-run';
 
-export { sendEmail, domainVerification, webhookDelivery, webhookFirstAttempts, broadcastFanOut, automationRun };
+export { sendEmail, sendBatch, domainVerification, webhookDelivery, webhookFirstAttempts, broadcastFanOut, automationRun };
 
 /** Every workflow, as the engines register them. A new workflow adds one line here (and one in temporal/index.ts). */
 export const WORKFLOWS: readonly AnyWorkflowDef[] = [
   sendEmail,
+  sendBatch,
   domainVerification,
   webhookDelivery,
   webhookFirstAttempts,

@@ -1,4 +1,4 @@
-import type { WorkflowContext, RetryClass } from './context';
+import { describeFailure, type WorkflowContext, type RetryClass } from './context';
 import { defineWorkflow } from './definition';
 
 export const SEND_EMAIL_WORKFLOW = 'SendEmail';
@@ -86,7 +86,7 @@ export async function sendEmailWorkflow(ctx: WorkflowContext<SendEmailActivities
     status = (await a.deliver(input.emailId)).status;
   } catch (err) {
     // Transient failures exhausted their attempts, or a permanent failure was raised.
-    const failed = await a.failDelivery(input.emailId, describe(err));
+    const failed = await a.failDelivery(input.emailId, describeFailure(err));
     return { status: failed.status };
   }
 
@@ -98,14 +98,6 @@ export async function sendEmailWorkflow(ctx: WorkflowContext<SendEmailActivities
     }
   }
   return { status };
-}
-
-/** The innermost message: engines wrap activity errors (Temporal's ActivityFailure has a cause). */
-function describe(err: unknown): string {
-  let e: unknown = err;
-  while (e && typeof e === 'object' && 'cause' in e && (e as { cause?: unknown }).cause) e = (e as { cause: unknown }).cause;
-  if (e && typeof e === 'object' && 'message' in e) return String((e as { message: unknown }).message).slice(0, 1000);
-  return String(e).slice(0, 1000);
 }
 
 export const sendEmail = defineWorkflow({

@@ -59,6 +59,8 @@ export class Email {
   waitingReason: WaitingReason | null = null;
   waitingUntil: Date | null = null;
   sentAt: Date | null = null;
+  /** The workflow that claimed it for delivery (db/sql/claim-delivery.ts). */
+  claimedBy: string | null = null;
   createdAt!: Date;
   updatedAt!: Date;
 }
@@ -100,6 +102,7 @@ export const EmailSchema = new EntitySchema<Email>({
     waitingReason: { type: 'text', nullable: true },
     waitingUntil: { type: 'Date', columnType: 'timestamptz', nullable: true },
     sentAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
+    claimedBy: { type: 'text', nullable: true },
     createdAt: { type: 'Date', columnType: 'timestamptz' },
     updatedAt: { type: 'Date', columnType: 'timestamptz' },
   },

@@ -14,6 +14,7 @@ import { Migration20261130000000_webhook_batches } from './Migration202611300000
 import { Migration20261201000000_bulk_recipients } from './Migration20261201000000_bulk_recipients';
 import { Migration20261202000000_broadcasts } from './Migration20261202000000_broadcasts';
 import { Migration20261203000000_automations } from './Migration20261203000000_automations';
+import { Migration20261204000000_batched_delivery } from './Migration20261204000000_batched_delivery';
 
 /** Listed explicitly so migrations run the same from TypeScript sources and from any bundle. */
 export const migrationsList: MigrationObject[] = [
@@ -32,4 +33,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261201000000_bulk_recipients', class: Migration20261201000000_bulk_recipients },
   { name: 'Migration20261202000000_broadcasts', class: Migration20261202000000_broadcasts },
   { name: 'Migration20261203000000_automations', class: Migration20261203000000_automations },
+  { name: 'Migration20261204000000_batched_delivery', class: Migration20261204000000_batched_delivery },
 ];

@@ -4,26 +4,33 @@ import type { WaitingReason } from '../entities';
 /** The platform's scope id in send_counters. */
 export const PLATFORM_SCOPE_ID = '00000000-0000-0000-0000-000000000000';
 
-export interface ReserveInput {
-  emailId: string;
+/** A claimed live message as the reserving statement needs it. */
+export interface ChunkMessage {
+  id: string;
   organizationId: string;
   domainId: string;
-  /** The UTC day (YYYY-MM-DD) and when it ends (a parked message's `until`). */
-  day: string;
-  until: Date;
-  /** Each scope's limit for the day; null: no cap (and for the platform: not counted at all). */
-  limits: { platform: number | null; organization: number | null; domain: number | null };
+  /** Its organization's and its domain's limit for the day; null: no cap. */
+  limits: { organization: number | null; domain: number | null };
   /** The domain's warm-up stage, kept on its counter row for the next day's advance rule. */
   warmupStage: number | null;
 }
 
-export type ReserveResult =
-  /** Took its recipients from every allowance (or had taken them before: `n` is then 0). */
-  | { outcome: 'reserved'; n: number }
-  /** Parked behind the first cap (in lock order) it did not fit; `firstToday`: this message reached that cap first today. */
-  | { outcome: 'parked'; reason: WaitingReason; firstToday: boolean }
-  /** No longer queued (canceled meanwhile): nothing taken. */
-  | { outcome: 'not_queued' };
+export interface ChunkInput {
+  /** The UTC day (YYYY-MM-DD) and when it ends (a parked message's `until`). */
+  day: string;
+  until: Date;
+  /** The platform's limit; null: no cap, and the platform is not counted at all. */
+  platformLimit: number | null;
+  /** In claim order: the statement admits them by organization and domain (lock order), each group in this order. */
+  messages: ChunkMessage[];
+}
+
+/** A message that did not fit; `firstToday`: it reached that cap first today (the counter row's reached_at was still empty). */
+export interface ParkedMessage {
+  id: string;
+  reason: WaitingReason;
+  firstToday: boolean;
+}
 
 /**
  * Counter rows of the day for a message's scopes, created empty when missing (their own
@@ -50,89 +57,141 @@ export async function ensureCounters(
 }
 
 /**
- * Reserves one message's recipients (each counts one; addresses suppressed at acceptance do
- * not) against the day's three allowances in one statement: it locks the counter rows platform →
- * organization → domain (one order for every process, so no deadlock), compares each with its
- * limit and either bumps all of them and stamps the message `reserved_on`, or bumps none and
- * parks the message with the first cap it did not fit (`waiting_reason`, `waiting_until`). A
- * message already stamped for this day takes nothing again. Counter rows must exist
- * (ensureCounters); a cap of null is not checked, and the platform is not counted without a cap.
+ * Reserves a whole chunk of claimed messages in one statement, where it used to take one per
+ * message: at hundreds of messages a second those round trips were most of the outbox's cost.
+ *
+ * The outcome is that of reserving each message in turn. A message counts its recipients (those
+ * suppressed at acceptance do not); one no longer queued, or already stamped `reserved_on` today
+ * (a pass that crashed after reserving), takes nothing and locks nothing. The others are walked
+ * in lock order (by organization and domain, each group in the given order) against running
+ * totals, because whether a message fits depends on which earlier ones did (a later, smaller
+ * message may still fit where an earlier one did not): it either takes from every allowance or
+ * from none and is parked behind the first cap in lock order it did not fit. A recursive CTE does
+ * that walk, one step per message over arrays built once (not a scan of the chunk per step). In
+ * that order each organization and domain is one run, so their running totals are scalars that
+ * restart at their counter's value where the run begins; only the platform's spans the chunk.
+ *
+ * The counter rows are all locked before the walk reads them, in one order for every process
+ * (platform, then each organization's row followed by its domains' rows), so concurrent passes
+ * queue on a counter but never deadlock; every write below depends on the walk's aggregate, so
+ * none runs before the last lock is held. A counter row is updated once (what the chunk takes
+ * and whether it reached the cap together: a second update of a row in one statement would be
+ * lost). `reached_at` is set only where still empty, so the cap is reported once per day per scope
+ * across processes. Counter rows must exist (ensureCounters); a cap of null is not checked.
+ * Returns the parked messages; every other one may start.
  */
-export async function reserveSend(em: EntityManager, r: ReserveInput): Promise<ReserveResult> {
-  const { platform: pl, organization: ol, domain: dl } = r.limits;
-  const [row] = await em
-    .getConnection()
-    .execute<{ status: string | null; reserved_on: string | null; n: number; reason: WaitingReason | null; first: boolean }[]>(
-      `
-with msg as (
-  select e.id, e.status, e.reserved_on::text as reserved_on,
-         (select count(*)::int from recipients x where x.email_id = e.id and x.state <> 'suppressed') as n
-    from emails e where e.id = ?
+export async function reserveChunk(em: EntityManager, r: ChunkInput): Promise<ParkedMessage[]> {
+  if (r.messages.length === 0) return [];
+  const input = r.messages.map((m, ord) => ({
+    ord,
+    id: m.id,
+    org: m.organizationId,
+    dom: m.domainId,
+    ol: m.limits.organization,
+    dl: m.limits.domain,
+    stage: m.warmupStage,
+  }));
+  const rows = await em.getConnection().execute<{ id: string; reason: WaitingReason; first: boolean }[]>(
+    `
+with recursive p as (
+  select ?::date as day, ?::timestamptz as until, ?::int as pl, ?::uuid as platform_id
+), input as (
+  select x.* from jsonb_to_recordset(?::jsonb) as x(ord int, id uuid, org uuid, dom uuid, ol int, dl int, stage int)
 ), todo as (
-  select * from msg where status = 'queued' and reserved_on is distinct from ?
+  select i.*, (select count(*)::int from recipients x where x.email_id = i.id and x.state <> 'suppressed') as n
+    from input i join emails e on e.id = i.id, p
+   where e.status = 'queued' and e.reserved_on is distinct from p.day
+), scopes as (
+  select 'platform' as scope, p.platform_id as scope_id, 0 as k1, null::uuid as k2, 0 as k3
+    from p where p.pl is not null and exists (select 1 from todo)
+  union
+  select 'organization', org, 1, org, 0 from todo
+  union
+  select 'domain', dom, 1, org, 1 from todo
 ), locked as (
   select c.scope, c.scope_id, c.used, c.reached_at
-    from send_counters c, todo
-   where c.day = ?::date and (
-         (c.scope = 'platform' and c.scope_id = ?::uuid and ?::int is not null)
-      or (c.scope = 'organization' and c.scope_id = ?::uuid)
-      or (c.scope = 'domain' and c.scope_id = ?::uuid))
-   order by case c.scope when 'platform' then 1 when 'organization' then 2 else 3 end
+    from send_counters c join scopes s on s.scope = c.scope and s.scope_id = c.scope_id, p
+   where c.day = p.day
+   order by s.k1, s.k2, s.k3, c.scope_id
    for update of c
+), seq as (
+  select (row_number() over w)::int as k, t.id, t.org, t.dom, t.n, t.ol, t.dl, t.stage,
+         t.org is distinct from lag(t.org) over w as fo, t.dom is distinct from lag(t.dom) over w as fd,
+         o.used as o0, d.used as d0
+    from todo t
+    left join locked o on o.scope = 'organization' and o.scope_id = t.org
+    left join locked d on d.scope = 'domain' and d.scope_id = t.dom
+  window w as (order by t.org, t.dom, t.ord)
+), arr as (
+  select count(*)::int as m, array_agg(n order by k) as n, array_agg(ol order by k) as ol, array_agg(dl order by k) as dl,
+         array_agg(fo order by k) as fo, array_agg(fd order by k) as fd,
+         array_agg(o0 order by k) as o0, array_agg(d0 order by k) as d0,
+         (select used from locked where scope = 'platform') as p0
+    from seq
+), walk(k, pu, ou, du, scope) as (
+  select 0, arr.p0, null::int, null::int, null::text from arr
+  union all
+  select w.k + 1, b.pu + case when v.scope is null then b.n else 0 end, b.ou + case when v.scope is null then b.n else 0 end,
+         b.du + case when v.scope is null then b.n else 0 end, v.scope
+    from walk w
+    cross join arr a
+    cross join p
+    cross join lateral (
+      select a.n[w.k + 1] as n, w.pu,
+             case when a.fo[w.k + 1] then a.o0[w.k + 1] else w.ou end as ou,
+             case when a.fd[w.k + 1] then a.d0[w.k + 1] else w.du end as du,
+             a.ol[w.k + 1] as ol, a.dl[w.k + 1] as dl
+    ) b
+    cross join lateral (
+      select case
+          when p.pl is not null and b.pu + b.n > p.pl then 'platform'
+          when b.ol is not null and b.ou + b.n > b.ol then 'organization'
+          when b.dl is not null and b.du + b.n > b.dl then 'domain'
+        end as scope
+    ) v
+   where w.k < a.m
 ), verdict as (
-  select todo.id, todo.n, case
-      when ?::int is not null and (select used from locked where scope = 'platform') + todo.n > ?::int then 'platform'
-      when ?::int is not null and (select used from locked where scope = 'organization') + todo.n > ?::int then 'organization'
-      when ?::int is not null and (select used from locked where scope = 'domain') + todo.n > ?::int then 'domain'
-    end as scope
-    from todo
-), bump as (
-  update send_counters c set used = c.used + v.n, warmup_stage = case when c.scope = 'domain' then ?::int else c.warmup_stage end
-    from verdict v, locked l
-   where v.scope is null and c.day = ?::date and c.scope = l.scope and c.scope_id = l.scope_id
-  returning 1
-), reached as (
-  update send_counters c set reached_at = now()
-    from verdict v, locked l
-   where v.scope is not null and c.day = ?::date and c.scope = v.scope and l.scope = v.scope
-     and c.scope_id = l.scope_id and c.reached_at is null
+  select s.k, s.id, s.org, s.dom, s.n, s.stage, w.scope from seq s join walk w on w.k = s.k
+), bumps as (
+  select 'platform' as scope, p.platform_id as scope_id, sum(v.n)::int as n, null::int as stage
+    from verdict v, p where v.scope is null and p.pl is not null group by p.platform_id
+  union all
+  select 'organization', v.org, sum(v.n)::int, null from verdict v where v.scope is null group by v.org
+  union all
+  select 'domain', v.dom, sum(v.n)::int, max(v.stage) from verdict v where v.scope is null group by v.dom
+), hit as (
+  select v.scope, case v.scope when 'platform' then p.platform_id when 'organization' then v.org else v.dom end as scope_id,
+         min(v.k) as k
+    from verdict v, p where v.scope is not null group by 1, 2
+), changes as (
+  select coalesce(b.scope, h.scope) as scope, coalesce(b.scope_id, h.scope_id) as scope_id, coalesce(b.n, 0) as n, b.stage,
+         b.scope is not null as bumped, h.scope is not null as hit
+    from bumps b full join hit h on h.scope = b.scope and h.scope_id = b.scope_id
+), counted as (
+  update send_counters c
+     set used = c.used + x.n,
+         warmup_stage = case when x.bumped and c.scope = 'domain' then x.stage else c.warmup_stage end,
+         reached_at = case when x.hit then coalesce(c.reached_at, now()) else c.reached_at end
+    from changes x, p
+   where c.day = p.day and c.scope = x.scope and c.scope_id = x.scope_id
   returning 1
 ), mark as (
   update emails e
-     set reserved_on = case when v.scope is null then ?::date else e.reserved_on end,
+     set reserved_on = case when v.scope is null then p.day else e.reserved_on end,
          waiting_reason = case when v.scope is null then null else v.scope || '_daily_cap' end,
-         waiting_until = case when v.scope is null then null else ?::timestamptz end
-    from verdict v where e.id = v.id
+         waiting_until = case when v.scope is null then null else p.until end
+    from verdict v, p where e.id = v.id
   returning 1
 )
-select msg.status, msg.reserved_on, coalesce(v.n, 0) as n,
-       case when v.scope is null then null else v.scope || '_daily_cap' end as reason,
-       exists (select 1 from reached) as first
-  from msg left join verdict v on v.id = msg.id`,
-      [
-        r.emailId,
-        r.day,
-        r.day,
-        PLATFORM_SCOPE_ID,
-        pl,
-        r.organizationId,
-        r.domainId,
-        pl,
-        pl,
-        ol,
-        ol,
-        dl,
-        dl,
-        r.warmupStage,
-        r.day,
-        r.day,
-        r.day,
-        r.until,
-      ],
-      'all',
-      em.getTransactionContext(),
-    );
-  if (!row || row.status !== 'queued') return { outcome: 'not_queued' };
-  if (row.reason) return { outcome: 'parked', reason: row.reason, firstToday: row.first };
-  return { outcome: 'reserved', n: row.reserved_on === r.day ? 0 : row.n };
+select v.id, v.scope || '_daily_cap' as reason, coalesce(l.scope is not null and l.reached_at is null, false) as first
+  from verdict v
+  left join hit h on h.k = v.k
+  left join locked l on l.scope = h.scope and l.scope_id = h.scope_id
+ where v.scope is not null
+ order by v.k`,
+    [r.day, r.until, r.platformLimit, PLATFORM_SCOPE_ID, JSON.stringify(input)],
+    'all',
+    em.getTransactionContext(),
+  );
+  return rows.map((x) => ({ id: x.id, reason: x.reason, firstToday: x.first }));
 }

@@ -3,24 +3,38 @@ import type { KeyMode, Stream } from '../../db/entities';
 import type { Engine, StartOptions } from '../../worker/engine';
 import type { QueueName, StartableDef } from '../../workflows/definition';
 import { SEND_EMAIL_WORKFLOW } from '../../workflows/send-email';
+import { SEND_BATCH_WORKFLOW, type SendBatchInput } from '../../workflows/send-batch';
 
 const MODE_OF: Record<QueueName, KeyMode> = { delivery: 'live', simulation: 'test' };
 type LaneKey = `${KeyMode}:${Stream}`;
 
-/** An engine whose queues have the room the test gives them (per mode and stream), recording what it was asked to start. */
+/**
+ * An engine whose queues have the room the test gives them (per mode and stream, in runs),
+ * recording what it was asked to start: each message, and each run's messages.
+ */
 export class RoomEngine implements Engine {
   readonly name = 'room';
   rooms: Partial<Record<LaneKey, number>> | null = {};
   started: { emailId: string; mode: KeyMode; stream: Stream }[] = [];
+  runs: string[][] = [];
   async room(queue: QueueName, stream: Stream = 'transactional') {
     return this.rooms ? (this.rooms[`${MODE_OF[queue]}:${stream}`] ?? 0) : null;
   }
   async start<I>(def: StartableDef<I>, workflowId: string, input: I, opts: StartOptions = {}) {
-    assert.equal(def.name, SEND_EMAIL_WORKFLOW);
-    assert.deepEqual(input, { emailId: workflowId });
+    let ids: string[];
+    if (def.name === SEND_EMAIL_WORKFLOW) {
+      assert.deepEqual(input, { emailId: workflowId });
+      ids = [workflowId];
+    } else {
+      assert.equal(def.name, SEND_BATCH_WORKFLOW);
+      const batch = input as SendBatchInput;
+      assert.equal(batch.batchId, workflowId);
+      ids = batch.emailIds;
+    }
     const mode = MODE_OF[opts.queue ?? 'delivery'];
     const stream = opts.stream ?? 'transactional';
-    this.started.push({ emailId: workflowId, mode, stream });
+    for (const emailId of ids) this.started.push({ emailId, mode, stream });
+    this.runs.push(ids);
     if (this.rooms) this.rooms[`${mode}:${stream}`] = (this.rooms[`${mode}:${stream}`] ?? 0) - 1;
   }
   async signal() {}

@@ -9,7 +9,7 @@ import { GroupStore } from '../../core/emails/group-store';
 import { prepareEmail } from '../../core/emails/prepare';
 import { ServiceError } from '../../core/errors';
 import { hashToken } from '../../core/tokens';
-import { Outbox } from '../../worker/outbox';
+import { MESSAGES_PER_RUN, Outbox } from '../../worker/outbox';
 import { newDatabase } from '../support/pg';
 import { RoomEngine } from '../support/room-engine';
 
@@ -44,7 +44,8 @@ describe('Outbox: it holds the backlog and starts workflows as the engine has ro
         return new Date(Date.now() + this.aheadMs);
       },
     };
-    outbox = new Outbox(orm, engine, pino({ level: 'silent' }), { clock });
+    // One message per run: these tests count room in messages.
+    outbox = new Outbox(orm, engine, pino({ level: 'silent' }), { clock, messagesPerRun: 1 });
   });
 
   async function store(mode: KeyMode, n: number, extra: object = {}): Promise<string[]> {
@@ -149,5 +150,49 @@ describe('Outbox: it holds the backlog and starts workflows as the engine has ro
       [id],
     );
     assert.deepEqual(await unstarted(), []);
+  });
+
+  it('starts a backlog as SendBatch runs of up to MESSAGES_PER_RUN messages, as many runs as the lane has room for', async () => {
+    const ids = await store('live', 2 * MESSAGES_PER_RUN + 7);
+    engine.rooms = { 'live:transactional': 2 };
+    outbox = new Outbox(orm, engine, pino({ level: 'silent' }), { clock });
+    const pass = await outbox.runOnce();
+    assert.deepEqual(
+      engine.runs.map((r) => r.length),
+      [MESSAGES_PER_RUN, MESSAGES_PER_RUN],
+    );
+    assert.deepEqual(engine.runs.flat(), ids.slice(0, 2 * MESSAGES_PER_RUN), 'oldest first, each once');
+    assert.equal(pass.full, true);
+    assert.deepEqual(await unstarted(), ids.slice(2 * MESSAGES_PER_RUN));
+  });
+
+  it('takes live starts from the platform send rate in SQL: a window admits its share, the rest waits for the next', async () => {
+    // 8 a second: windows of 2 every 250 ms, shared by every outbox on the database.
+    const ids = await store('live', 6);
+    const test = await store('test', 3);
+    engine.rooms = null;
+    const outboxes = [0, 1].map(() => new Outbox(orm, engine, pino({ level: 'silent' }), { clock, sendRatePerSecond: 8 }));
+    // Both in the same window: only its 2 go, whichever outbox takes them; test mail is not rated.
+    const window = 250;
+    await new Promise((r) => setTimeout(r, window - (Date.now() % window) + 5));
+    const passes = await Promise.all(outboxes.map((o) => o.runOnce()));
+    const live = engine.started.filter((s) => s.mode === 'live').map((s) => s.emailId);
+    assert.deepEqual(live, ids.slice(0, 2));
+    assert.deepEqual(
+      engine.started.filter((s) => s.mode === 'test').map((s) => s.emailId),
+      test,
+    );
+    assert.ok(
+      passes.some((p) => p.full),
+      'a pass that was throttled looks again soon',
+    );
+    for (let i = 0; i < 20 && (await unstarted()).length > 0; i++) {
+      await new Promise((r) => setTimeout(r, window));
+      await outboxes[i % 2].runOnce();
+    }
+    assert.deepEqual(
+      engine.started.filter((s) => s.mode === 'live').map((s) => s.emailId),
+      ids,
+    );
   });
 });

@@ -341,4 +341,183 @@ describe('Daily send caps: reserve at dispatch, park, release when the UTC day t
     assert.equal((await waiting(ids)).filter(([, r]) => r === 'organization_daily_cap').length, 3);
     assert.equal((await waiting(ids2)).filter(([, r]) => r === 'organization_daily_cap').length, 17);
   });
+
+  /** Counts the reserving statements (the one that locks counters) the outbox runs while `fn` does. */
+  async function reservingStatements(fn: () => Promise<void>): Promise<number> {
+    const conn = orm.em.getConnection();
+    const execute = conn.execute;
+    let n = 0;
+    conn.execute = ((...args: Parameters<typeof execute>) => {
+      if (typeof args[0] === 'string' && args[0].includes('for update of c')) n += 1;
+      return execute.apply(conn, args);
+    }) as typeof execute;
+    try {
+      await fn();
+    } finally {
+      conn.execute = execute;
+    }
+    return n;
+  }
+
+  it('one chunk of one organization: one reserving statement admits the first messages in claim order, checked one by one against the running total, and parks the rest', async () => {
+    const s = await setup({ plan: 'free', cap: 10, warmup: false });
+    const lines: { msg: string; reason?: string; scopeId?: string | null }[] = [];
+    const log = pino({ level: 'info' }, { write: (l: string) => lines.push(JSON.parse(l)) });
+    s.caps = new SendCaps({ orm, platformDailyCap: 0, clock: s.clock, log });
+    s.outbox = new Outbox(orm, s.engine, silent, { caps: s.caps, clock: s.clock });
+    // A minute's margin before midnight: the whole test is one day.
+    s.clock.aheadMs -= 60_000;
+    const same = await send(s, 8, { recipients: 2 });
+    assert.equal(
+      await reservingStatements(async () => void (await s.outbox.runOnce())),
+      1,
+      'one statement for the chunk, not one per message',
+    );
+    assert.deepEqual(started(s), same.slice(0, 5));
+    assert.deepEqual(await waiting(same), [
+      ...same.slice(0, 5).map((id) => [id, null]),
+      ...same.slice(5).map((id) => [id, 'organization_daily_cap']),
+    ]);
+    assert.equal(await used('organization', s.orgId, s.clock.day()), 10);
+    assert.equal(await used('domain', s.domains[0].id, s.clock.day()), 10);
+
+    // Mixed sizes on a fresh day: 3 + 4 = 7; 5 would make 12 (parked); 2 makes 9 and 1 makes 10 (each
+    // checked against what the earlier ones took); 4 would make 14 (parked).
+    s.clock.aheadMs += DAY_MS;
+    lines.length = 0;
+    const mixed: string[] = [];
+    for (const n of [3, 4, 5, 2, 1, 4]) mixed.push(...(await send(s, 1, { recipients: n })));
+    await s.outbox.runOnce();
+    assert.deepEqual(started(s).slice(5), [mixed[0], mixed[1], mixed[3], mixed[4]]);
+    assert.deepEqual(await waiting(mixed), [
+      [mixed[0], null],
+      [mixed[1], null],
+      [mixed[2], 'organization_daily_cap'],
+      [mixed[3], null],
+      [mixed[4], null],
+      [mixed[5], 'organization_daily_cap'],
+    ]);
+    assert.equal(await used('organization', s.orgId, s.clock.day()), 10);
+    const reserved = await orm.em.fork().find(Email, { id: { $in: mixed } });
+    assert.deepEqual(reserved.filter((e) => e.reservedOn === s.clock.day()).length, 4, 'only the admitted ones are stamped with the day');
+    assert.deepEqual(
+      lines.filter((l) => l.msg.startsWith('daily send cap reached')).map((l) => [l.reason, l.scopeId]),
+      [['organization_daily_cap', s.orgId]],
+      'logged once for the two parked messages',
+    );
+  });
+
+  it('a chunk of two organizations, four domains and every cap gives what reserving each message in turn gives', async () => {
+    const s = await setup({ plan: 'standard', cap: 300, domains: 2, platform: 260 });
+    const s2 = await setup({ plan: 'free', domains: 2 });
+    const lines: { msg: string; reason?: string; scopeId?: string | null }[] = [];
+    const log = pino({ level: 'info' }, { write: (l: string) => lines.push(JSON.parse(l)) });
+    s.caps = new SendCaps({ orm, platformDailyCap: 260, clock: s.clock, log });
+    s.outbox = new Outbox(orm, s.engine, silent, { caps: s.caps, clock: s.clock });
+    s.clock.aheadMs -= 60_000;
+    const day = s.clock.day();
+    // Some of the day is used already: the walk starts from the counters, not from zero.
+    await orm.em
+      .fork()
+      .getConnection()
+      .execute(
+        `insert into send_counters (scope, scope_id, day, used, warmup_stage) values
+           ('organization', ?, ?::date, 100, null), ('domain', ?, ?::date, 120, 1), ('domain', ?, ?::date, 100, 1)`,
+        [s.orgId, day, s.domains[0].id, day, s.domains[1].id, day],
+      );
+    const plan: [Setup, number, number][] = [
+      [s, 0, 30],
+      [s2, 0, 40],
+      [s, 1, 50],
+      [s, 0, 50],
+      [s2, 1, 20],
+      [s, 0, 20],
+      [s, 1, 50],
+      [s2, 0, 30],
+      [s, 1, 50],
+      [s, 0, 10],
+      [s2, 1, 20],
+      [s, 1, 40],
+      [s, 0, 25],
+      [s2, 1, 10],
+      [s2, 0, 1],
+    ];
+    const sent: { id: string; org: string; dom: string; n: number }[] = [];
+    for (const [who, d, n] of plan) {
+      const [id] = await send(who, 1, { domain: d, recipients: n });
+      sent.push({ id, org: who.orgId, dom: who.domains[d].id, n });
+    }
+    // One canceled meanwhile and one reserved today already (a pass that crashed after reserving): both start, taking nothing.
+    const [canceled] = await send(s, 1, { recipients: 5 });
+    await orm.em.fork().nativeUpdate(Email, { id: canceled }, { status: 'canceled' });
+    const [again] = await send(s2, 1, { recipients: 5 });
+    await orm.em.fork().nativeUpdate(Email, { id: again }, { reservedOn: day });
+
+    // The reference: each message in turn, by organization then domain (uuid order), each group in claim order.
+    const claimOrder: string[] = (
+      await orm.em
+        .fork()
+        .getConnection()
+        .execute(`select id from emails where id = any(?::uuid[]) order by coalesce(scheduled_at, created_at), id`, [
+          `{${sent.map((m) => m.id).join(',')}}`,
+        ])
+    ).map((r) => String(r.id));
+    const ordered = claimOrder
+      .map((id) => sent.find((m) => m.id === id)!)
+      .sort((a, b) => (a.org === b.org ? (a.dom < b.dom ? -1 : a.dom > b.dom ? 1 : 0) : a.org < b.org ? -1 : 1));
+    const usedNow = new Map<string, number>([
+      ['platform', 0],
+      [s.orgId, 100],
+      [s.domains[0].id, 120],
+      [s.domains[1].id, 100],
+    ]);
+    const limit = new Map<string, number>([
+      ['platform', 260],
+      [s.orgId, 300],
+      [s2.orgId, 100],
+      ...[...s.domains, ...s2.domains].map((d) => [d.id, 200] as [string, number]),
+    ]);
+    const expected = new Map<string, string | null>();
+    const reachedFirst: [string, string | null][] = [];
+    for (const m of ordered) {
+      const scopes: [string, string, string | null][] = [
+        ['platform', 'platform', null],
+        ['organization', m.org, m.org],
+        ['domain', m.dom, m.dom],
+      ];
+      const over = scopes.find(([, key]) => (usedNow.get(key) ?? 0) + m.n > limit.get(key)!);
+      if (over) {
+        expected.set(m.id, `${over[0]}_daily_cap`);
+        if (!reachedFirst.some(([r, id]) => r === `${over[0]}_daily_cap` && id === over[2]))
+          reachedFirst.push([`${over[0]}_daily_cap`, over[2]]);
+      } else {
+        expected.set(m.id, null);
+        for (const [, key] of scopes) usedNow.set(key, (usedNow.get(key) ?? 0) + m.n);
+      }
+    }
+    // Whichever order the uuids put the organizations and domains in, the case reaches every cap.
+    assert.deepEqual(new Set([...expected.values()]), new Set([null, 'platform_daily_cap', 'organization_daily_cap', 'domain_daily_cap']));
+
+    assert.equal(await reservingStatements(async () => void (await s.outbox.runOnce())), 1);
+    assert.deepEqual(new Map((await waiting(sent.map((m) => m.id))).map(([id, r]) => [id, r])), expected);
+    assert.deepEqual(new Set(started(s)), new Set([...sent.filter((m) => expected.get(m.id) === null).map((m) => m.id), canceled, again]));
+    for (const [key, scope] of [
+      ['platform', 'platform'],
+      [s.orgId, 'organization'],
+      [s2.orgId, 'organization'],
+      ...[...s.domains, ...s2.domains].map((d) => [d.id, 'domain']),
+    ] as [string, string][]) {
+      assert.equal(await used(scope, key === 'platform' ? PLATFORM_SCOPE_ID : key, day), usedNow.get(key) ?? 0, `${scope} ${key}`);
+    }
+    const [row] = await orm.em
+      .fork()
+      .getConnection()
+      .execute(`select count(*)::int as n from send_counters where day = ?::date and reached_at is not null`, [day]);
+    assert.equal(row.n, reachedFirst.length, 'reached_at set on each cap reached, once');
+    assert.deepEqual(
+      new Set(lines.filter((l) => l.msg.startsWith('daily send cap reached')).map((l) => JSON.stringify([l.reason, l.scopeId]))),
+      new Set(reachedFirst.map((r) => JSON.stringify(r))),
+    );
+    assert.equal(lines.filter((l) => l.msg.startsWith('daily send cap reached')).length, reachedFirst.length);
+  });
 });

@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
-import { scenarios } from '../support/send-email-scenarios';
+import { scenarios, DELIVERY_TASK_QUEUE } from '../support/send-email-scenarios';
+import { batchScenarios, replayOnlyBatchScenarios } from '../support/send-batch-scenarios';
+import { SEND_BATCH_WORKFLOW } from '../../workflows/send-batch';
 import * as temporalWorkflows from '../../workflows/temporal';
 import pino from 'pino';
 import { installTemporalRuntime } from '../../worker/temporal-runtime';
@@ -52,6 +54,44 @@ describe('Temporal engine: bundled workflows replayed through the real worker', 
     it(`fails with a determinism error on a wrong history: ${s.name}`, async () => {
       await assert.rejects(
         Worker.runReplayHistory({ workflowBundle: bundle }, s.history(true).history(), `wrong-${s.name}`),
+        (err: unknown) => {
+          assert.ok(err instanceof DeterminismViolationError, `expected a DeterminismViolationError, got ${String(err)}`);
+          return true;
+        },
+      );
+    });
+  }
+
+  for (const s of [...batchScenarios, ...replayOnlyBatchScenarios]) {
+    it(`replays SendBatch: ${s.name}`, async () => {
+      assert.equal(typeof (temporalWorkflows as Record<string, unknown>)[SEND_BATCH_WORKFLOW], 'function');
+      const h = s.history(false);
+      // The fixture says what it holds: the activities in order, each on its task queue (deliverBatch
+      // is `transport`: the delivery queue the input names), the backoff timers, and the result.
+      const events = h.toJSON().events as { eventType: string; [k: string]: unknown }[];
+      const scheduled = events
+        .filter((e) => e.eventType === 'ActivityTaskScheduled')
+        .map((e) => e.activityTaskScheduledEventAttributes as { activityType: { name: string }; taskQueue: { name: string } });
+      assert.deepEqual(
+        scheduled.map((a) => a.activityType.name),
+        s.activities,
+      );
+      for (const a of scheduled) {
+        assert.equal(a.taskQueue.name, a.activityType.name === 'deliverBatch' ? DELIVERY_TASK_QUEUE : TASK_QUEUE, a.activityType.name);
+      }
+      const timers = events
+        .filter((e) => e.eventType === 'TimerStarted')
+        .map((e) => (e.timerStartedEventAttributes as { startToFireTimeout: string }).startToFireTimeout);
+      const passes = s.activities.filter((a) => a === 'deliverBatch').length;
+      assert.deepEqual(timers, ['30s', '60s', '120s'].slice(0, Math.max(0, passes - 1)));
+      const done = events.at(-1)!.workflowExecutionCompletedEventAttributes as { result: { payloads: { data: string }[] } };
+      assert.deepEqual(JSON.parse(Buffer.from(done.result.payloads[0].data, 'base64').toString()), s.result);
+      await Worker.runReplayHistory({ workflowBundle: bundle }, h.history(), `replay-batch-${s.name}`);
+    });
+
+    it(`fails with a determinism error on a wrong SendBatch history: ${s.name}`, async () => {
+      await assert.rejects(
+        Worker.runReplayHistory({ workflowBundle: bundle }, s.history(true).history(), `wrong-batch-${s.name}`),
         (err: unknown) => {
           assert.ok(err instanceof DeterminismViolationError, `expected a DeterminismViolationError, got ${String(err)}`);
           return true;
@@ -303,6 +343,7 @@ describe('Temporal engine: bundled workflows replayed through the real worker', 
   it('has a replay case for every workflow in WORKFLOWS, each exported from the bundle entry under its name', () => {
     const replayed = new Set([
       ...scenarios.map((s) => s.history(false).workflowType),
+      ...batchScenarios.map((s) => s.history(false).workflowType),
       domainHistory(false).workflowType,
       webhookHistory('retried').workflowType,
       firstAttemptsHistory(false).workflowType,

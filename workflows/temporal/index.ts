@@ -3,10 +3,11 @@
  * (and as on the embedded engine). Only engine-free bodies and the binding are imported here;
  * `bundleWorkflowCode` refuses Node modules, so activity implementations can never slip in.
  */
-import { sendEmail, domainVerification, webhookDelivery, webhookFirstAttempts, broadcastFanOut, automationRun } from '..';
+import { sendEmail, sendBatch, domainVerification, webhookDelivery, webhookFirstAttempts, broadcastFanOut, automationRun } from '..';
 import { temporalWorkflow } from './binding';
 
 export const SendEmail = temporalWorkflow(sendEmail);
+export const SendBatch = temporalWorkflow(sendBatch);
 export const DomainVerification = temporalWorkflow(domainVerification);
 export const WebhookDelivery = temporalWorkflow(webhookDelivery);
 export const WebhookFirstAttempts = temporalWorkflow(webhookFirstAttempts);
