@@ -642,7 +642,7 @@ Every request runs the whole acceptance path: validation, then the store stateme
 authenticates the key, charges its rate window, checks the sender domain and the suppression list,
 and stores the message with its recipients and \`queued\` events in the outbox, committed before
 the answer. Concurrent single sends share one such statement (group commit); a batch has its own.
-The dispatcher starts each message's SendEmail workflow (a DBOS queue entry) as the engine's queue
+The outbox starts the messages in SendBatch runs of up to 100 (a DBOS queue entry each) as the engine's queue
 has room, in the same process and during the load. Live mail leaves through a real SMTP server on
 loopback (it discards) at the platform send rate (12/s, the spec's worker send rate), so during a
 burst the live backlog waits in the outbox and drains afterwards. Test-key mail is not rate
@@ -703,7 +703,7 @@ send every 250 ms through the API, each timed from acceptance to its \`sent\` ev
 
 ## Delivery drain
 
-${drain.messages.toLocaleString('en-US')} messages accepted through \`POST /emails/batch\` as fast as the key allows, timed from the first
+${drain.messages.toLocaleString('en-US')} messages accepted through \`POST /emails/batch\` by four keys at once (a key admits 1,000 a second), timed from the first
 acceptance until the last left, with \`SEND_RATE_PER_SECOND\` lifted; live mail to a loopback SMTP sink that only counts, test mail
 to its final status. The ceiling: the same sink filled by one pooled nodemailer transport with as many connections
 (${readConfig({}).workerConcurrency}) as \`WORKER_CONCURRENCY\`, in the same run. The service delivers in SendBatch runs of up to 100 messages
