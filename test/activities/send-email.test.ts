@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { createSecrets } from '../../core/secrets';
 import { createWebhookHttp } from '../../activities/webhook-http';
 import assert from 'node:assert/strict';
@@ -89,6 +89,45 @@ describe('Activities: SendEmail against the real database', function () {
     const other = await store(['b@example.com']);
     await orm.em.fork().nativeUpdate(Email, { id: other, status: 'queued' }, { status: 'canceled' });
     assert.deepEqual(await acts.claimForDelivery(other), { outcome: 'not_queued', status: 'canceled' });
+  });
+
+  it('claimBatch: two runs naming one message, one owns it; the owner resumes its claim after a crash, the other never gets it', async () => {
+    const [a, b, c] = [await store(['a@example.com']), await store(['b@example.com']), await store(['c@example.com'])];
+    await orm.em.fork().nativeUpdate(Email, { id: c }, { status: 'canceled' });
+    assert.deepEqual(await acts.claimBatch('run-1', [a, b, c]), [a, b], 'the canceled message stays out');
+    assert.deepEqual(await acts.claimBatch('run-2', [b, a]), [], 'a chunk grouped differently gets nothing already owned');
+    assert.deepEqual(await acts.claimBatch('run-1', [a, b, c]), [a, b], 'its own claim, run again, resumes');
+    assert.equal((await orm.em.fork().findOneOrFail(Email, { id: a })).claimedBy, 'run-1');
+  });
+
+  it('deliverBatch hands every message over in one pass and answers per message: delivered, retry later, failed for good', async () => {
+    const ok = await store(['ok@example.com']);
+    const later = await store(['later@example.com']);
+    const test = await store(['delivered@example.com'], 'test');
+    const ids = [ok, later, test];
+    assert.deepEqual(await acts.claimBatch('run-3', ids), ids);
+    mailer.next = (msg) => {
+      if (msg.envelope.to.includes('later@example.com')) throw new SmtpTransactionError('421 try later', 421);
+      return { accepted: msg.envelope.to, rejected: [] };
+    };
+    const gone = randomUUID();
+    const pass = await acts.deliverBatch([...ids, gone]);
+    assert.deepEqual(
+      pass.retry.map((u) => u.id),
+      [later],
+    );
+    assert.deepEqual(
+      pass.failed.map((u) => u.id),
+      [gone],
+      'a message that does not exist can never be sent',
+    );
+    assert.deepEqual([await status(ok), await status(later), await status(test)], ['sent', 'sending', 'delivered']);
+    const handed = () => mailer.sent.flatMap((m) => m.envelope.to).sort();
+    assert.deepEqual(handed(), ['later@example.com', 'ok@example.com'], 'test mail never reaches the mailer');
+    mailer.next = null;
+    assert.deepEqual(await acts.deliverBatch([later]), { retry: [], failed: [] });
+    assert.deepEqual(await states(later), ['later@example.com:sent']);
+    assert.deepEqual(handed(), ['later@example.com', 'later@example.com', 'ok@example.com'], 'the retry sends only the refused message');
   });
 
   it('deliver is idempotent: a retried activity never sends twice', async () => {

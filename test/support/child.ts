@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
 import { waitFor } from './wait';
+import { newDatabase, tempDir } from './pg';
 
 const ROOT = path.resolve(__dirname, '../..');
 
@@ -64,4 +65,23 @@ export async function waitHealthy(baseUrl: string, child: Child, timeoutMs = 60_
     timeoutMs,
     200,
   );
+}
+
+/**
+ * What a crash test's `svc start` runs with: a fresh database and data directory of its own, a free
+ * port, its mail to the SMTP sink at `smtpPort`, and retries 1 s apart. The same env starts it
+ * again after a kill.
+ */
+export async function crashTestSvc(name: string, smtpPort: number): Promise<{ env: Record<string, string>; base: string }> {
+  const port = await freePort();
+  return {
+    env: {
+      DATABASE_URL: await newDatabase(`svc_${name}`),
+      SMTP_URL: `smtp://127.0.0.1:${smtpPort}`,
+      PORT: String(port),
+      DATA_DIR: tempDir(`svc-${name.replaceAll('_', '-')}`),
+      RETRY_BASE_SECONDS: '1',
+    },
+    base: `http://127.0.0.1:${port}`,
+  };
 }

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { newDatabase, tempDir } from '../support/pg';
 import { SmtpSink } from '../support/sink';
-import { runSvc, freePort, waitHealthy, svcJson, type Child } from '../support/child';
+import { runSvc, crashTestSvc, waitHealthy, svcJson, type Child } from '../support/child';
 import { request } from '../support/http';
 import { waitFor } from '../support/wait';
 
@@ -27,16 +26,7 @@ describe('Engine: automation runs sleeping through a restart', function () {
   });
 
   it('wakes every run after the restart and sends each message once', async () => {
-    const databaseUrl = await newDatabase('svc_automation_restart');
-    const port = await freePort();
-    const env = {
-      DATABASE_URL: databaseUrl,
-      SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
-      PORT: String(port),
-      DATA_DIR: tempDir('svc-automation-restart'),
-      RETRY_BASE_SECONDS: '1',
-    };
-    const base = `http://127.0.0.1:${port}`;
+    const { env, base } = await crashTestSvc('automation_restart', sink.port);
     child = runSvc(['start'], env);
     await waitHealthy(base, child);
     const org = await svcJson(['org', 'create', '--name', 'Automation Co', '--plan', 'standard'], env);
@@ -64,7 +54,7 @@ describe('Engine: automation runs sleeping through a restart', function () {
       const ev = await call('POST', '/api/v1/events', { name: 'joined', email });
       assert.equal(ev.body.runs, 1, JSON.stringify(ev.body));
     }
-    db = new pg.Client({ connectionString: databaseUrl });
+    db = new pg.Client({ connectionString: env.DATABASE_URL });
     await db.connect();
     // Every run asleep in its delay, then the process dies without a chance to clean up.
     await waitFor(async () => {

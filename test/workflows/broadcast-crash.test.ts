@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { newDatabase, tempDir } from '../support/pg';
 import { SmtpSink } from '../support/sink';
-import { runSvc, freePort, waitHealthy, svcJson, type Child } from '../support/child';
+import { runSvc, crashTestSvc, waitHealthy, svcJson, type Child } from '../support/child';
 import { request } from '../support/http';
 import { waitFor } from '../support/wait';
 
@@ -27,23 +26,14 @@ describe('Engine: a broadcast fan-out killed mid-way resumes after restart', fun
   });
 
   it('mails each frozen recipient exactly once', async () => {
-    const databaseUrl = await newDatabase('svc_broadcast_crash');
-    const port = await freePort();
-    const env = {
-      DATABASE_URL: databaseUrl,
-      SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
-      PORT: String(port),
-      DATA_DIR: tempDir('svc-broadcast-crash'),
-      RETRY_BASE_SECONDS: '1',
-    };
-    const base = `http://127.0.0.1:${port}`;
+    const { env, base } = await crashTestSvc('broadcast_crash', sink.port);
     child = runSvc(['start'], env);
     await waitHealthy(base, child);
     // The free plan's 100 a day: the rest of the messages park, so the test measures the fan-out, not delivery.
     const org = await svcJson(['org', 'create', '--name', 'Broadcast Co'], env);
     await svcJson(['domain', 'create', '--org', org.id, '--name', 'news.example.test', '--stream', 'bulk', '--verified'], env);
     const key = await svcJson(['key', 'create', '--org', org.id, '--name', 'k', '--permission', 'admin', '--mode', 'live'], env);
-    db = new pg.Client({ connectionString: databaseUrl });
+    db = new pg.Client({ connectionString: env.DATABASE_URL });
     await db.connect();
     const total = 20_000;
     await db.query(

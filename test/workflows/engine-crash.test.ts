@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
-import { newDatabase, tempDir } from '../support/pg';
 import { SmtpSink } from '../support/sink';
-import { runSvc, freePort, waitHealthy, svcJson, type Child } from '../support/child';
+import { runSvc, crashTestSvc, waitHealthy, svcJson, type Child } from '../support/child';
 import { request } from '../support/http';
 import { waitFor } from '../support/wait';
 
@@ -20,16 +19,7 @@ describe('Engine: a worker killed mid-delivery resumes after restart', function 
   });
 
   it('sends exactly once and loses nothing', async () => {
-    const databaseUrl = await newDatabase('svc_crash');
-    const port = await freePort();
-    const env = {
-      DATABASE_URL: databaseUrl,
-      SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
-      PORT: String(port),
-      DATA_DIR: tempDir('svc-crash'),
-      RETRY_BASE_SECONDS: '1',
-    };
-    const base = `http://127.0.0.1:${port}`;
+    const { env, base } = await crashTestSvc('crash', sink.port);
 
     child = runSvc(['start'], env);
     await waitHealthy(base, child);
