@@ -24,6 +24,10 @@ export function testConfig(overrides: Partial<Config>): Config {
     port: 0,
     devSmtpPort: 0,
     retryBaseSeconds: 1,
+    // Windows of 250 starts: the 3-a-window of the default 12/s split one test's batch of three
+    // across runs when another test's message had taken a slot. The rate itself is tested in
+    // test/worker/outbox.test.ts and test/cli/caps.test.ts.
+    sendRatePerSecond: 1000,
     logLevel: 'silent',
     dataDir: tempDir('svc-data'),
     smtpRelay: { ...readConfig({}).smtpRelay!, port: 0 },
