@@ -1,7 +1,15 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Orm } from '../db/orm';
-import { Email, Recipient, EmailEvent, Attachment, Domain, Organization, type EventType } from '../db/entities';
-import { suppressAddress } from '../db/sql/suppress-address';
+import { Email, type EmailStatus, type EventType, type RecipientState } from '../db/entities';
+import {
+  markInFlight,
+  readPassAttachments,
+  readPassDomains,
+  readPassEmails,
+  recordPassOutcomes,
+  type PassAttachment,
+  type PassEmail,
+  type PassOutcomes,
+} from '../db/sql/delivery-pass';
 import type { Logger } from 'pino';
 import type { SendEmailActivities, DeliverResult } from '../workflows/send-email';
 import type { SendBatchActivities, Unsent } from '../workflows/send-batch';
@@ -36,13 +44,27 @@ export interface SendEmailDeps {
 }
 
 const FINAL_STATUSES = new Set(['sent', 'delivered', 'bounced', 'complained', 'failed', 'suppressed', 'canceled', 'unconfirmed']);
+const SENT_STATUSES = new Set(['sent', 'delivered', 'bounced', 'complained']);
 
-/** What one delivery pass knows about a message besides its row: loaded once per batch. */
+/** A recipient during a pass; `tried` counts an attempt the in_flight statement did not (test mode). */
+interface PassRecipient {
+  id: string;
+  address: string;
+  state: RecipientState;
+  tried: number;
+}
+
+/** A claimed message during a pass, with all its recipients (the due ones and those dropped at acceptance). */
+interface Message {
+  email: PassEmail;
+  recipients: PassRecipient[];
+}
+
+/** What one delivery pass knows besides the messages: loaded once per pass. */
 interface Context {
-  recipients: Map<string, Recipient[]>;
-  attachments: Map<string, Attachment[]>;
+  attachments: Map<string, PassAttachment[]>;
+  /** By sender domain id. */
   identities: Map<string, Identity>;
-  senders: Map<string, { name: string; postalAddress: string } | null>;
 }
 
 interface Identity {
@@ -51,6 +73,8 @@ interface Identity {
   dkim?: OutgoingMessage['dkim'];
   returnPathHost?: string;
   trackingHost?: string;
+  /** The organization's name and postal address, for the bulk footer; null without a postal address. */
+  sender?: { name: string; postalAddress: string } | null;
 }
 
 /** One message's end of a delivery pass: its status, and the error that kept it from finishing. */
@@ -60,74 +84,91 @@ interface Delivered {
   error?: unknown;
 }
 
+/** What a pass settles, written by one statement at its end (db/sql/delivery-pass.ts). */
+class Outcomes {
+  readonly changed = new Set<PassRecipient>();
+  readonly events: PassOutcomes['events'] = [];
+  readonly emails: PassOutcomes['emails'] = [];
+  readonly suppress: PassOutcomes['suppress'] = [];
+
+  event(email: PassEmail, type: EventType, recipient: string, extra: { bounceType?: string | null; detail?: string | null } = {}): void {
+    this.events.push({
+      emailId: email.id,
+      organizationId: email.organization_id,
+      type,
+      recipient,
+      bounceType: extra.bounceType ?? null,
+      detail: extra.detail ?? null,
+    });
+  }
+
+  set(r: PassRecipient, state: RecipientState): void {
+    r.state = state;
+    this.changed.add(r);
+  }
+
+  /** The message's status from its recipients, already updated; returned and written with the rest. */
+  finish(m: Message): EmailStatus {
+    const status = aggregateStatus(m.recipients.map((r) => r.state));
+    this.emails.push({ id: m.email.id, status, sent: SENT_STATUSES.has(status) });
+    return status;
+  }
+
+  write(orm: Orm, at: Date): Promise<void> {
+    return recordPassOutcomes(orm, {
+      at,
+      recipients: [...this.changed].map((r) => ({ id: r.id, state: r.state, tried: r.tried })),
+      events: this.events,
+      emails: this.emails,
+      suppress: this.suppress,
+    });
+  }
+}
+
 export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivities & SendBatchActivities {
   const { orm, mailer, clock, log, secrets, returnPaths, links } = deps;
   const gate = new SendGate(deps.sendSlots ?? 16);
 
-  function event(email: Email, type: EventType, recipient: string, extra: Partial<EmailEvent> = {}): EmailEvent {
-    return Object.assign(
-      new EmailEvent(),
-      { emailId: email.id, organizationId: email.organizationId, type, recipient, at: clock.now() },
-      extra,
-    );
-  }
-
-  /** The message's status from its recipients, already updated by the caller; written by the caller's flush. */
-  function finalize(email: Email, recipients: Recipient[]): string {
-    const status = aggregateStatus(recipients.map((r) => r.state));
-    email.sentAt ??= ['sent', 'delivered', 'bounced', 'complained'].includes(status) ? clock.now() : null;
-    email.status = status;
-    email.updatedAt = clock.now();
-    return status;
-  }
-
-  async function load(em: EntityManager, emailId: string): Promise<Email> {
-    const email = await em.findOne(Email, { id: emailId }, { populate: ['html', 'text'] });
-    if (!email) throw new PermanentFailure(`email ${emailId} does not exist`);
-    return email;
-  }
-
-  /** Test mode: the outcome table instead of SMTP, recorded on the entities (the caller flushes). */
-  function simulate(em: EntityManager, email: Email, recipients: Recipient[]): void {
+  /** Test mode: the outcome table instead of SMTP. */
+  function simulate(out: Outcomes, email: PassEmail, recipients: PassRecipient[]): void {
     for (const r of recipients) {
       const outcome = testModeOutcome(r.address);
-      for (const e of outcome.events) em.persist(event(email, e.type, r.address, { bounceType: e.bounceType ?? null }));
-      r.state = outcome.state;
-      r.attempts += 1;
-      r.updatedAt = clock.now();
+      for (const e of outcome.events) out.event(email, e.type, r.address, { bounceType: e.bounceType ?? null });
+      r.tried += 1;
+      out.set(r, outcome.state);
     }
   }
 
   /**
    * Hands one message to the relay. `recipients` are the ones due now, already committed
    * `in_flight`; `dropped` the addresses suppressed at acceptance, which no header names. Records
-   * each recipient's outcome on the entities (the caller flushes) and throws what should be
-   * retried, after recording what earlier transactions settled.
+   * each recipient's outcome in `out` and throws what should be retried, after recording what
+   * earlier transactions settled.
    */
-  async function sendLive(em: EntityManager, email: Email, recipients: Recipient[], dropped: Set<string>, ctx: Context): Promise<void> {
-    const identity = ctx.identities.get(email.domainId) ?? {};
+  async function sendLive(out: Outcomes, email: PassEmail, recipients: PassRecipient[], dropped: Set<string>, ctx: Context): Promise<void> {
+    const identity = ctx.identities.get(email.domain_id) ?? {};
     if (identity.error !== undefined) throw identity.error;
-    const parts = personalParts(email, identity.trackingHost ?? null, recipients, ctx.senders.get(email.organizationId) ?? null);
-    const from = mailbox(email.from);
+    const parts = personalParts(email, identity.trackingHost ?? null, recipients, identity.sender ?? null);
+    const from = mailbox(email.from_address);
     const message: Omit<OutgoingMessage, 'envelope'> = {
-      messageId: email.messageId,
+      messageId: email.message_id,
       // Headers are written from the parsed mailboxes, never from the stored strings: what the
       // API checked (one mailbox each) is exactly what the headers name.
       from,
-      to: email.to.map(mailbox).filter((m) => !dropped.has(m.normalized)),
-      cc: email.cc.map(mailbox).filter((m) => !dropped.has(m.normalized)),
-      bcc: email.bcc.map(mailbox),
-      replyTo: email.replyTo === null ? null : mailbox(email.replyTo),
+      to: email.to_addresses.map(mailbox).filter((m) => !dropped.has(m.normalized)),
+      cc: email.cc_addresses.map(mailbox).filter((m) => !dropped.has(m.normalized)),
+      bcc: email.bcc_addresses.map(mailbox),
+      replyTo: email.reply_to === null ? null : mailbox(email.reply_to),
       subject: email.subject,
       html: parts.html,
       text: parts.text,
       headers: { ...email.headers, ...parts.headers },
       attachments: (ctx.attachments.get(email.id) ?? []).map((a) => ({
         filename: a.filename,
-        contentType: a.contentType,
+        contentType: a.content_type,
         content: a.content,
       })),
-      date: email.createdAt,
+      date: email.created_at,
       ...(identity.dkim ? { dkim: identity.dkim } : {}),
     };
     // VERP: with a return-path host, one SMTP transaction per recipient, each with its own signed
@@ -167,18 +208,18 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
     for (const r of recipients) {
       const rej = rejectedBy.get(r.address);
       if (acceptedSet.has(r.address) && !rej) {
-        em.persist(event(email, 'sent', r.address));
-        if (mailer.finalDestination) em.persist(event(email, 'delivered', r.address));
-        r.state = mailer.finalDestination ? 'delivered' : 'sent';
+        out.event(email, 'sent', r.address);
+        if (mailer.finalDestination) out.event(email, 'delivered', r.address);
+        out.set(r, mailer.finalDestination ? 'delivered' : 'sent');
       } else if (rej && rej.code !== null && rej.code >= 500) {
-        em.persist(event(email, 'bounced', r.address, { bounceType: 'hard', detail: rej.response.slice(0, 1000) }));
-        r.state = 'bounced';
-        await suppress(em, email, r.address);
+        out.event(email, 'bounced', r.address, { bounceType: 'hard', detail: rej.response.slice(0, 1000) });
+        out.set(r, 'bounced');
+        // A hard bounce at send time: the address goes on the list and its contact becomes `bounced`.
+        out.suppress.push({ organizationId: email.organization_id, address: r.address, emailId: email.id });
       } else {
-        r.state = 'pending';
+        out.set(r, 'pending');
         retryLater += 1;
       }
-      r.updatedAt = clock.now();
     }
     if (interrupted !== null && !(interrupted instanceof SmtpTransactionError)) throw interrupted;
     if (interrupted instanceof SmtpTransactionError) {
@@ -200,13 +241,13 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
    * exactly one recipient, which acceptance enforces.
    */
   function personalParts(
-    email: Email,
+    email: PassEmail,
     trackingHost: string | null,
-    due: Recipient[],
+    due: PassRecipient[],
     sender: { name: string; postalAddress: string } | null,
   ): RecipientParts {
     const bulk = isBulkKind(email.kind);
-    const tracked = trackingHost !== null && (email.trackOpens || email.trackClicks);
+    const tracked = trackingHost !== null && (email.track_opens || email.track_clicks);
     if ((!bulk && !tracked) || due.length !== 1) return { html: email.html, text: email.text, headers: {} };
     if (!links) throw new PermanentFailure('bulk and tracked mail need signed links, and this worker has none configured');
     const address = due[0].address;
@@ -214,137 +255,153 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
       html: email.html,
       text: email.text,
       unsubscribeUrl: bulk
-        ? links.unsubscribeUrl({ organizationId: email.organizationId, emailId: email.id, topicId: email.topicId, address })
+        ? links.unsubscribeUrl({ organizationId: email.organization_id, emailId: email.id, topicId: email.topic_id, address })
         : null,
       sender: bulk ? sender : null,
-      pixelUrl: tracked && email.trackOpens ? links.pixelUrl(trackingHost, email.id) : null,
-      clickUrl: tracked && email.trackClicks ? (url) => links.clickUrl(trackingHost, email.id, url) : null,
+      pixelUrl: tracked && email.track_opens ? links.pixelUrl(trackingHost, email.id) : null,
+      clickUrl: tracked && email.track_clicks ? (url) => links.clickUrl(trackingHost, email.id, url) : null,
     });
   }
 
   /**
-   * Everything live messages need besides their rows, in one query per kind for the whole batch:
-   * attachments, each sender domain's DKIM key (opened once per domain), return-path and
-   * tracking hosts, and the postal address of organizations sending bulk mail.
+   * Everything live messages need besides their rows, one query per kind for the whole pass:
+   * attachments (only of messages that have some), and each sender domain's identity (its DKIM
+   * key opened once per domain, return-path and tracking hosts, its organization's postal address).
    */
-  async function liveContext(em: EntityManager, emails: Email[], ctx: Context): Promise<void> {
-    const ids = emails.map((e) => e.id);
-    const domainIds = [...new Set(emails.map((e) => e.domainId))];
-    const bulkOrgs = [...new Set(emails.filter((e) => isBulkKind(e.kind)).map((e) => e.organizationId))];
-    const [attachments, domains, orgs] = await Promise.all([
-      em.find(Attachment, { emailId: { $in: ids } }, { orderBy: { emailId: 'asc', position: 'asc' }, populate: ['content'] }),
-      em.find(Domain, { id: { $in: domainIds } }, { populate: ['dkimPrivateKeyEnc'] }),
-      bulkOrgs.length > 0 ? em.find(Organization, { id: { $in: bulkOrgs } }, { fields: ['name', 'postalAddress'] }) : Promise.resolve([]),
+  async function liveContext(live: Message[]): Promise<Context> {
+    const ctx: Context = { attachments: new Map(), identities: new Map() };
+    const [attachments, domains] = await Promise.all([
+      readPassAttachments(
+        orm,
+        live.filter((m) => m.email.has_attachments).map((m) => m.email.id),
+      ),
+      readPassDomains(orm, [...new Set(live.map((m) => m.email.domain_id))]),
     ]);
-    for (const a of attachments) ctx.attachments.set(a.emailId, [...(ctx.attachments.get(a.emailId) ?? []), a]);
+    for (const a of attachments) ctx.attachments.set(a.email_id, [...(ctx.attachments.get(a.email_id) ?? []), a]);
     for (const d of domains) {
       try {
         ctx.identities.set(d.id, {
-          ...(d.dkimSelector && d.dkimPrivateKeyEnc && secrets
-            ? { dkim: { domainName: d.name, keySelector: d.dkimSelector, privateKey: secrets.decrypt(d.dkimPrivateKeyEnc) } }
+          ...(d.dkim_selector && d.dkim_private_key_enc && secrets
+            ? { dkim: { domainName: d.name, keySelector: d.dkim_selector, privateKey: secrets.decrypt(d.dkim_private_key_enc) } }
             : {}),
-          ...(d.returnPathHost ? { returnPathHost: d.returnPathHost } : {}),
-          ...(d.trackingHost ? { trackingHost: d.trackingHost } : {}),
+          ...(d.return_path_host ? { returnPathHost: d.return_path_host } : {}),
+          ...(d.tracking_host ? { trackingHost: d.tracking_host } : {}),
+          sender: d.postal_address ? { name: d.organization_name, postalAddress: d.postal_address } : null,
         });
       } catch (error) {
         ctx.identities.set(d.id, { error });
       }
     }
-    for (const o of orgs) ctx.senders.set(o.id, o.postalAddress ? { name: o.name, postalAddress: o.postalAddress } : null);
-  }
-
-  /** A hard bounce at send time: the address goes on the list and its contact becomes `bounced`. */
-  async function suppress(em: EntityManager, email: Email, address: string): Promise<void> {
-    await suppressAddress(em, { organizationId: email.organizationId, address, reason: 'bounce', emailId: email.id, bounceContact: true });
+    return ctx;
   }
 
   /**
-   * One delivery pass over claimed messages, the same code for a SendEmail run (one message) and
-   * a SendBatch run (a chunk): rows read in a few queries for all of them, the live ones'
-   * recipients committed `in_flight` together before any SMTP transaction, every live message
-   * handed to the relay at once (the mailer's pool bounds the connections), then every outcome
-   * (recipient states, events, message statuses) written by one flush. A message whose pass was
-   * interrupted keeps its status (`sending`) and comes back with the error to retry on.
+   * Reads claimed messages for a pass: those that exist, are not final and are `sending` come
+   * back as messages; every other id is answered at once (already final, or not claimed).
    */
-  async function deliverMany(emailIds: string[]): Promise<Delivered[]> {
-    const em = orm.em.fork();
-    const emails = await em.find(Email, { id: { $in: emailIds } }, { populate: ['html', 'text'] });
-    const byId = new Map(emails.map((e) => [e.id, e]));
+  async function readClaimed(emailIds: string[]): Promise<{ active: Message[]; done: Delivered[] }> {
+    const byId = new Map((await readPassEmails(orm, emailIds)).map((e) => [e.id, e]));
     const done: Delivered[] = [];
-    const active: Email[] = [];
+    const active: Message[] = [];
     for (const id of emailIds) {
       const email = byId.get(id);
       if (!email) done.push({ id, status: 'failed', error: new PermanentFailure(`email ${id} does not exist`) });
       else if (FINAL_STATUSES.has(email.status)) done.push({ id, status: email.status });
       else if (email.status !== 'sending') {
         done.push({ id, status: email.status, error: new PermanentFailure(`email ${id} is ${email.status}, not claimed for delivery`) });
-      } else active.push(email);
+      } else {
+        active.push({ email, recipients: email.recipients.map(([rid, address, state]) => ({ id: rid, address, state, tried: 0 })) });
+      }
     }
+    return { active, done };
+  }
+
+  /**
+   * One delivery pass over claimed messages, the same code for a SendEmail run (one message) and
+   * a SendBatch run (a chunk): rows read in a few statements for all of them, the live ones'
+   * recipients committed `in_flight` together before any SMTP transaction, every live message
+   * handed to the relay at once (the gate and the mailer's pool bound the connections), then
+   * every outcome (recipient states, events, message statuses, suppressions) written by one
+   * statement. A message whose pass was interrupted keeps its status (`sending`) and comes back
+   * with the error to retry on.
+   */
+  async function deliverMany(emailIds: string[]): Promise<Delivered[]> {
+    const { active, done } = await readClaimed(emailIds);
     if (active.length === 0) return done;
-    const ctx: Context = { recipients: new Map(), attachments: new Map(), identities: new Map(), senders: new Map() };
-    for (const r of await em.find(Recipient, { emailId: { $in: active.map((e) => e.id) } }, { orderBy: { id: 'asc' } })) {
-      ctx.recipients.set(r.emailId, [...(ctx.recipients.get(r.emailId) ?? []), r]);
-    }
-    const all = (e: Email) => ctx.recipients.get(e.id) ?? [];
-    const due = (e: Email) => all(e).filter(isDue);
-    const live = active.filter((e) => e.mode === 'live' && due(e).length > 0);
-    for (const email of active) if (email.mode === 'test') simulate(em, email, due(email));
+    const out = new Outcomes();
+    const due = (m: Message) => m.recipients.filter(isDue);
+    const live = active.filter((m) => m.email.mode === 'live' && due(m).length > 0);
+    for (const m of active) if (m.email.mode === 'test') simulate(out, m.email, due(m));
     const errors = new Map<string, unknown>();
     if (live.length > 0) {
       // Commit "in flight" before talking SMTP: a retry then knows these may have been handed over.
-      const inFlight = new Map(live.map((e) => [e.id, due(e)]));
-      for (const rs of inFlight.values()) {
-        for (const r of rs) {
-          r.state = 'in_flight';
-          r.attempts += 1;
-          r.updatedAt = clock.now();
-        }
-      }
-      await em.flush();
-      await liveContext(em, live, ctx);
+      const inFlight = new Map(live.map((m) => [m.email.id, due(m)]));
+      await markInFlight(
+        orm,
+        [...inFlight.values()].flat().map((r) => r.id),
+        clock.now(),
+      );
+      for (const rs of inFlight.values()) for (const r of rs) r.state = 'in_flight';
+      const ctx = await liveContext(live);
       await Promise.all(
-        live.map(async (email) => {
-          const dropped = new Set(
-            all(email)
-              .filter((r) => r.state === 'suppressed')
-              .map((r) => r.address),
-          );
+        live.map(async (m) => {
+          const dropped = new Set(m.recipients.filter((r) => r.state === 'suppressed').map((r) => r.address));
           try {
-            await sendLive(em, email, inFlight.get(email.id) ?? [], dropped, ctx);
+            await sendLive(out, m.email, inFlight.get(m.email.id) ?? [], dropped, ctx);
           } catch (err) {
-            errors.set(email.id, err);
+            errors.set(m.email.id, err);
           }
         }),
       );
     }
-    const results: Delivered[] = [];
-    for (const email of active) {
-      const error = errors.get(email.id);
-      results.push(
-        error === undefined ? { id: email.id, status: finalize(email, all(email)) } : { id: email.id, status: email.status, error },
-      );
-    }
-    await em.flush();
-    for (const r of results) {
-      if (r.error === undefined) log.info({ emailId: r.id, status: r.status, mode: byId.get(r.id)?.mode }, 'delivery finished');
+    const results: Delivered[] = active.map((m) => {
+      const error = errors.get(m.email.id);
+      return error === undefined ? { id: m.email.id, status: out.finish(m) } : { id: m.email.id, status: m.email.status, error };
+    });
+    await out.write(orm, clock.now());
+    for (const [i, r] of results.entries()) {
+      if (r.error === undefined) log.info({ emailId: r.id, status: r.status, mode: active[i].email.mode }, 'delivery finished');
     }
     return [...done, ...results];
   }
 
-  async function failDelivery(emailId: string, detail: string): Promise<DeliverResult> {
-    const em = orm.em.fork();
-    const email = await load(em, emailId);
-    if (FINAL_STATUSES.has(email.status)) return { status: email.status };
-    const recipients = await em.find(Recipient, { emailId });
-    for (const r of recipients.filter(isDue)) {
-      r.state = 'failed';
-      r.updatedAt = clock.now();
-      em.persist(event(email, 'failed', r.address, { detail }));
+  /**
+   * Records messages failed for good: each one's recipients still due become `failed` with the
+   * reason, in one statement for all of them. A message already final keeps its status.
+   */
+  async function failMany(items: { id: string; detail: string }[]): Promise<Delivered[]> {
+    const detailOf = new Map(items.map((i) => [i.id, i.detail]));
+    const byId = new Map(
+      (
+        await readPassEmails(
+          orm,
+          items.map((i) => i.id),
+        )
+      ).map((e) => [e.id, e]),
+    );
+    const out = new Outcomes();
+    const results: Delivered[] = [];
+    for (const { id, detail } of items) {
+      const email = byId.get(id);
+      if (!email) {
+        results.push({ id, status: 'failed', error: new PermanentFailure(`email ${id} does not exist`) });
+        continue;
+      }
+      if (FINAL_STATUSES.has(email.status)) {
+        results.push({ id, status: email.status });
+        continue;
+      }
+      const m: Message = { email, recipients: email.recipients.map(([rid, address, state]) => ({ id: rid, address, state, tried: 0 })) };
+      for (const r of m.recipients.filter(isDue)) {
+        out.set(r, 'failed');
+        out.event(email, 'failed', r.address, { detail });
+      }
+      results.push({ id, status: out.finish(m) });
     }
-    const status = finalize(email, recipients);
-    await em.flush();
-    log.warn({ emailId, detail, status }, 'delivery failed');
-    return { status };
+    await out.write(orm, clock.now());
+    for (const r of results)
+      if (r.error === undefined) log.warn({ emailId: r.id, detail: detailOf.get(r.id), status: r.status }, 'delivery failed');
+    return results;
   }
 
   return {
@@ -368,7 +425,11 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
       return { status: r.status };
     },
 
-    failDelivery,
+    async failDelivery(emailId, detail) {
+      const [r] = await failMany([{ id: emailId, detail }]);
+      if (r.error !== undefined) throw r.error;
+      return { status: r.status };
+    },
 
     async closeUnconfirmed(emailId) {
       return closeUnconfirmed(orm, emailId, clock);
@@ -391,7 +452,8 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
     },
 
     async failBatch(items) {
-      for (const item of items) await failDelivery(item.id, item.detail);
+      // A message gone meanwhile has nothing left to fail.
+      await failMany(items);
     },
   };
 }
@@ -408,7 +470,7 @@ export async function closeUnconfirmed(orm: Orm, emailId: string, clock: Clock):
   return { status: email.status };
 }
 
-const isDue = (r: Recipient) => r.state === 'pending' || r.state === 'in_flight';
+const isDue = (r: { state: RecipientState }) => r.state === 'pending' || r.state === 'in_flight';
 
 /** A stored address as the one mailbox it was accepted as; anything else cannot be sent. */
 function mailbox(stored: string): Mailbox {

@@ -165,6 +165,97 @@ describe('Activities: SendEmail against the real database', function () {
     assert.equal(sup.length, 2);
   });
 
+  it('a hard bounce commits with its pass: the address listed once with its first reason, its contact bounced, attempts and events in order', async () => {
+    const sql = orm.em.fork().getConnection();
+    await sql.execute(
+      `insert into contacts (id, organization_id, email, status, created_at, updated_at) values (?, ?, 'hb1@example.com', 'subscribed', now(), now())`,
+      [randomUUID(), orgId],
+    );
+    const bounced = await store(['hb1@example.com']);
+    const listed = await store(['hb2@example.com', 'fine@example.com']);
+    // Listed by hand after acceptance, before the relay refuses it: the list keeps why it was listed first.
+    await sql.execute(
+      `insert into suppressions (id, organization_id, email, reason, created_at) values (?, ?, 'hb2@example.com', 'manual', now())`,
+      [randomUUID(), orgId],
+    );
+    await acts.claimBatch('run-hb', [bounced, listed]);
+    mailer.next = (m) => ({
+      accepted: m.envelope.to.filter((a) => a === 'fine@example.com'),
+      rejected: m.envelope.to
+        .filter((a) => a !== 'fine@example.com')
+        .map((address) => ({ address, code: 550, response: '550 no such user' })),
+    });
+    assert.deepEqual(await acts.deliverBatch([bounced, listed]), { retry: [], failed: [] });
+    assert.deepEqual([await status(bounced), await status(listed)], ['bounced', 'sent']);
+    const sup = await orm.em
+      .fork()
+      .find(Suppression, { organizationId: orgId, email: { $in: ['hb1@example.com', 'hb2@example.com'] } }, { orderBy: { email: 'asc' } });
+    assert.deepEqual(
+      sup.map((x) => [x.email, x.reason]),
+      [
+        ['hb1@example.com', 'bounce'],
+        ['hb2@example.com', 'manual'],
+      ],
+      'the first reason stays',
+    );
+    const [contact] = await sql.execute(`select status from contacts where organization_id = ? and email = 'hb1@example.com'`, [orgId]);
+    assert.equal(contact.status, 'bounced');
+    const events = await orm.em.fork().find(EmailEvent, { emailId: listed }, { orderBy: { id: 'asc' } });
+    assert.deepEqual(
+      events.map((e) => `${e.type}:${e.recipient}${e.bounceType ? `:${e.bounceType}` : ''}`),
+      ['queued:hb2@example.com', 'queued:fine@example.com', 'bounced:hb2@example.com:hard', 'sent:fine@example.com'],
+    );
+    const attempts = await orm.em.fork().find(Recipient, { emailId: { $in: [bounced, listed] } });
+    assert.deepEqual(
+      attempts.map((r) => r.attempts),
+      [1, 1, 1],
+    );
+  });
+
+  it('a pass sends attachments, and a sender domain whose DKIM key does not open holds back only its own messages', async () => {
+    const broken = await createDomain(orm, orgId, 'broken-key.example.test', { verified: true });
+    await orm.em
+      .fork()
+      .getConnection()
+      .execute(`update domains set dkim_selector = 's1', dkim_private_key_enc = 'not sealed' where id = ?`, [broken.id]);
+    const prepared = prepareEmail(
+      {
+        from: `app@${domainName}`,
+        to: ['att@example.com'],
+        subject: 's',
+        text: 't',
+        attachments: [{ filename: 'a.txt', content: Buffer.from('hello file').toString('base64'), content_type: 'text/plain' }],
+      },
+      { inBatch: false, now: new Date() },
+    );
+    const accept = (p: typeof prepared) =>
+      acceptEmails(
+        { orm, dispatch: () => undefined, store: new GroupStore(orm, pino({ level: 'silent' })) },
+        { tokenHash: keys.live },
+        [p],
+        {
+          cost: 1,
+        },
+      );
+    const [withFile] = await accept(prepared);
+    const [held] = await accept(
+      prepareEmail({ from: `app@${broken.name}`, to: ['held@example.com'], subject: 's', text: 't' }, { inBatch: false, now: new Date() }),
+    );
+    if (withFile instanceof ServiceError || typeof withFile === 'symbol' || held instanceof ServiceError || typeof held === 'symbol')
+      assert.fail('not accepted');
+    await acts.claimBatch('run-dkim', [withFile.id, held.id]);
+    const pass = await acts.deliverBatch([withFile.id, held.id]);
+    assert.deepEqual(
+      pass.retry.map((u) => u.id),
+      [held.id],
+    );
+    assert.deepEqual(
+      mailer.sent.map((m) => [m.envelope.to, m.attachments.map((a) => [a.filename, a.contentType, a.content.toString()])]),
+      [[['att@example.com'], [['a.txt', 'text/plain', 'hello file']]]],
+    );
+    assert.deepEqual([await status(withFile.id), await status(held.id)], ['sent', 'sending']);
+  });
+
   it('only the recipients a partial 4xx refused are retried', async () => {
     const id = await store(['ok@example.com', 'later@example.com']);
     await acts.claimForDelivery(id);

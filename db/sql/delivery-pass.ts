@@ -1,0 +1,202 @@
+import type { Orm } from '../orm';
+import type { EmailStatus, EventType, KeyMode, RecipientState, Stream } from '../entities';
+import { uuidv7 } from '../ids';
+import { runPrepared, type PreparedStatement } from '../prepared';
+
+/**
+ * The statements of one delivery pass (activities/send-email.ts deliverMany): read the claimed
+ * messages with their recipients, commit the due ones `in_flight`, read the sender identities,
+ * then write every outcome at once. Hand-written instead of MikroORM entities because a pass
+ * runs for every message that leaves: hydrating and diffing entities cost more CPU per message
+ * than the statements themselves (docs/architecture.md, "Delivering a backlog").
+ */
+
+/** A claimed message as a pass needs it. */
+export interface PassEmail {
+  id: string;
+  organization_id: string;
+  domain_id: string;
+  from_address: string;
+  to_addresses: string[];
+  cc_addresses: string[];
+  bcc_addresses: string[];
+  reply_to: string | null;
+  subject: string;
+  html: string | null;
+  text: string | null;
+  headers: Record<string, string>;
+  kind: string | null;
+  topic_id: string | null;
+  track_opens: boolean;
+  track_clicks: boolean;
+  mode: KeyMode;
+  stream: Stream;
+  status: EmailStatus;
+  message_id: string;
+  created_at: Date;
+  has_attachments: boolean;
+  /** [id, address, state] in id order. */
+  recipients: [string, string, RecipientState][];
+}
+
+const READ_EMAILS: PreparedStatement = {
+  name: 'delivery_pass_read_v1',
+  text: `
+select e.id, e.organization_id, e.domain_id, e.from_address, e.to_addresses, e.cc_addresses, e.bcc_addresses, e.reply_to,
+       e.subject, e.html, e.text, e.headers, e.kind, e.topic_id, e.track_opens, e.track_clicks, e.mode, e.stream, e.status,
+       e.message_id, e.created_at,
+       exists (select 1 from attachments a where a.email_id = e.id) as has_attachments,
+       coalesce((select json_agg(json_build_array(r.id, r.address, r.state) order by r.id) from recipients r where r.email_id = e.id), '[]')
+         as recipients
+  from emails e
+ where e.id = any($1::uuid[])`,
+};
+
+/** The messages among `ids` that exist, each with its recipients. */
+export function readPassEmails(orm: Orm, ids: string[]): Promise<PassEmail[]> {
+  return runPrepared<PassEmail>(orm, READ_EMAILS, [ids]);
+}
+
+/**
+ * Commits the recipients about to be handed to the relay `in_flight` (one more attempt), before
+ * any SMTP transaction: a retry then knows these may already have been handed over.
+ */
+const MARK_IN_FLIGHT: PreparedStatement = {
+  name: 'delivery_pass_in_flight_v1',
+  text: `
+update recipients set state = 'in_flight', attempts = attempts + 1, updated_at = $2
+ where id = any($1::uuid[]) and state in ('pending', 'in_flight')`,
+};
+
+export async function markInFlight(orm: Orm, recipientIds: string[], at: Date): Promise<void> {
+  if (recipientIds.length > 0) await runPrepared(orm, MARK_IN_FLIGHT, [recipientIds, at]);
+}
+
+export interface PassAttachment {
+  email_id: string;
+  filename: string;
+  content_type: string;
+  content: Buffer;
+}
+
+const READ_ATTACHMENTS: PreparedStatement = {
+  name: 'delivery_pass_attachments_v1',
+  text: `
+select email_id, filename, content_type, content from attachments where email_id = any($1::uuid[]) order by email_id, position`,
+};
+
+export function readPassAttachments(orm: Orm, emailIds: string[]): Promise<PassAttachment[]> {
+  return emailIds.length === 0 ? Promise.resolve([]) : runPrepared<PassAttachment>(orm, READ_ATTACHMENTS, [emailIds]);
+}
+
+/** A sender domain's identity, with its organization's name and postal address (the bulk footer). */
+export interface PassDomain {
+  id: string;
+  name: string;
+  dkim_selector: string | null;
+  dkim_private_key_enc: string | null;
+  return_path_host: string | null;
+  tracking_host: string | null;
+  organization_name: string;
+  postal_address: string | null;
+}
+
+const READ_DOMAINS: PreparedStatement = {
+  name: 'delivery_pass_domains_v1',
+  text: `
+select d.id, d.name, d.dkim_selector, d.dkim_private_key_enc, d.return_path_host, d.tracking_host,
+       o.name as organization_name, o.postal_address
+  from domains d join organizations o on o.id = d.organization_id
+ where d.id = any($1::uuid[])`,
+};
+
+export function readPassDomains(orm: Orm, domainIds: string[]): Promise<PassDomain[]> {
+  return runPrepared<PassDomain>(orm, READ_DOMAINS, [domainIds]);
+}
+
+/** What a pass settled, written by one statement. */
+export interface PassOutcomes {
+  at: Date;
+  /** Recipients whose state the pass changed; `tried` counts an attempt not yet counted (test mode: no in_flight step). */
+  recipients: { id: string; state: RecipientState; tried: number }[];
+  /** In the order they happened. */
+  events: {
+    emailId: string;
+    organizationId: string;
+    type: EventType;
+    recipient: string;
+    bounceType: string | null;
+    detail: string | null;
+  }[];
+  /** Messages the pass finished, with their status; `sent` sets sent_at once. */
+  emails: { id: string; status: EmailStatus; sent: boolean }[];
+  /** Hard bounces at send time: listed, and the organization's contact of the address becomes `bounced`. */
+  suppress: { organizationId: string; address: string; emailId: string }[];
+}
+
+/**
+ * Every outcome of a pass in one statement, so recipient states, events (and the webhook
+ * deliveries their trigger adds), message statuses and the suppressions of hard bounces commit
+ * together or not at all. The suppression list keeps the first reason an address was listed
+ * for, as db/sql/suppress-address.ts does.
+ */
+const RECORD_OUTCOMES: PreparedStatement = {
+  name: 'delivery_pass_outcomes_v1',
+  text: `
+with rc as (
+  update recipients r set state = u.state, attempts = r.attempts + u.tried, updated_at = $1
+    from unnest($2::uuid[], $3::text[], $4::int[]) as u(id, state, tried)
+   where r.id = u.id
+  returning 1
+), ev as (
+  insert into email_events (email_id, organization_id, type, recipient, at, bounce_type, detail)
+  select u.email_id, u.organization_id, u.type, u.recipient, $1, u.bounce_type, u.detail
+    from unnest($5::uuid[], $6::uuid[], $7::text[], $8::text[], $9::text[], $10::text[])
+         with ordinality as u(email_id, organization_id, type, recipient, bounce_type, detail, n)
+   order by u.n
+  returning 1
+), em as (
+  update emails e set status = u.status, updated_at = $1,
+         sent_at = case when u.sent then coalesce(e.sent_at, $1) else e.sent_at end
+    from unnest($11::uuid[], $12::text[], $13::boolean[]) as u(id, status, sent)
+   where e.id = u.id
+  returning 1
+), sup as (
+  insert into suppressions (id, organization_id, email, reason, source_email_id, created_at)
+  select u.id, u.organization_id, u.address, 'bounce', u.email_id, $1
+    from unnest($14::uuid[], $15::uuid[], $16::text[], $17::uuid[]) as u(id, organization_id, address, email_id)
+  on conflict (organization_id, email) do nothing
+  returning 1
+), ct as (
+  update contacts c set status = 'bounced', updated_at = $1
+    from unnest($15::uuid[], $16::text[]) as u(organization_id, address)
+   where c.organization_id = u.organization_id and c.email = u.address and c.status <> 'bounced'
+  returning 1
+)
+select (select count(*) from rc)::int as recipients, (select count(*) from ev)::int as events,
+       (select count(*) from em)::int as emails, (select count(*) from sup)::int as suppressed,
+       (select count(*) from ct)::int as contacts`,
+};
+
+export async function recordPassOutcomes(orm: Orm, o: PassOutcomes): Promise<void> {
+  if (o.recipients.length === 0 && o.events.length === 0 && o.emails.length === 0 && o.suppress.length === 0) return;
+  await runPrepared(orm, RECORD_OUTCOMES, [
+    o.at,
+    o.recipients.map((r) => r.id),
+    o.recipients.map((r) => r.state),
+    o.recipients.map((r) => r.tried),
+    o.events.map((e) => e.emailId),
+    o.events.map((e) => e.organizationId),
+    o.events.map((e) => e.type),
+    o.events.map((e) => e.recipient),
+    o.events.map((e) => e.bounceType),
+    o.events.map((e) => e.detail),
+    o.emails.map((e) => e.id),
+    o.emails.map((e) => e.status),
+    o.emails.map((e) => e.sent),
+    o.suppress.map(() => uuidv7()),
+    o.suppress.map((s) => s.organizationId),
+    o.suppress.map((s) => s.address),
+    o.suppress.map((s) => s.emailId),
+  ]);
+}
