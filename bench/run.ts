@@ -706,8 +706,8 @@ while transactional sends arrive every 250 ms.
 | Measure | Result | Goal (issue 20) |
 |---|---|---|
 | Ceiling: pooled nodemailer to the sink, mean of before and after the drains | ${f(drain.ceilingPerSecond, 0)} messages/s (${f(drain.ceilingBefore, 0)} before, ${f(drain.ceilingAfter, 0)} after) | |
-| Live drain | ${f(drain.livePerSecond, 1)} messages/s (${f(drain.liveSeconds)} s), ${f((drain.livePerSecond / drain.ceilingPerSecond) * 100, 0)}% of the ceiling | ≥ 80% and ≥ 300/s |
-| Test-mode drain | ${f(drain.testPerSecond, 1)} messages/s (${f(drain.testSeconds)} s) | ≥ 1,000/s |
+| Live drain | ${f(drain.livePerSecond, 1)} messages/s (${f(drain.liveSeconds)} s; the last batch accepted after ${f(drain.liveAcceptSeconds)} s), ${f((drain.livePerSecond / drain.ceilingPerSecond) * 100, 0)}% of the ceiling | ≥ 80% and ≥ 300/s |
+| Test-mode drain | ${f(drain.testPerSecond, 1)} messages/s (${f(drain.testSeconds)} s; the last batch accepted after ${f(drain.testAcceptSeconds)} s) | ≥ 1,000/s |
 | Live drain of a backlog seeded in SQL (delivery alone: no API accepting in the same process meanwhile) | ${f(drain.seededPerSecond, 1)} messages/s (${f(drain.seededSeconds)} s), ${f((drain.seededPerSecond / drain.ceilingPerSecond) * 100, 0)}% of the ceiling | |
 | Transactional pickup (accepted → handed to the sink) while ${drain.pickup.backlog.toLocaleString('en-US')} bulk messages drain, ${drain.pickup.sends} sends 250 ms apart | p50 ${f(drain.pickup.p50, 0)} ms, **p99 ${f(drain.pickup.p99, 0)} ms**, max ${f(drain.pickup.max, 0)} ms; ${drain.pickup.bulkSent.toLocaleString('en-US')} bulk messages left meanwhile | p99 < 1 s |
 
