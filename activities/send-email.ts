@@ -310,7 +310,7 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
       else if (email.status !== 'sending') {
         done.push({ id, status: email.status, error: new PermanentFailure(`email ${id} is ${email.status}, not claimed for delivery`) });
       } else {
-        active.push({ email, recipients: email.recipients.map(([rid, address, state]) => ({ id: rid, address, state, tried: 0 })) });
+        active.push(messageOf(email));
       }
     }
     return { active, done };
@@ -381,6 +381,7 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
     );
     const out = new Outcomes();
     const results: Delivered[] = [];
+    const failed: Delivered[] = [];
     for (const { id, detail } of items) {
       const email = byId.get(id);
       if (!email) {
@@ -391,16 +392,17 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
         results.push({ id, status: email.status });
         continue;
       }
-      const m: Message = { email, recipients: email.recipients.map(([rid, address, state]) => ({ id: rid, address, state, tried: 0 })) };
+      const m = messageOf(email);
       for (const r of m.recipients.filter(isDue)) {
         out.set(r, 'failed');
         out.event(email, 'failed', r.address, { detail });
       }
-      results.push({ id, status: out.finish(m) });
+      const r = { id, status: out.finish(m) };
+      results.push(r);
+      failed.push(r);
     }
     await out.write(orm, clock.now());
-    for (const r of results)
-      if (r.error === undefined) log.warn({ emailId: r.id, detail: detailOf.get(r.id), status: r.status }, 'delivery failed');
+    for (const r of failed) log.warn({ emailId: r.id, detail: detailOf.get(r.id), status: r.status }, 'delivery failed');
     return results;
   }
 
@@ -468,6 +470,11 @@ export async function closeUnconfirmed(orm: Orm, emailId: string, clock: Clock):
   const email = await em.findOne(Email, { id: emailId }, { fields: ['status'] });
   if (!email) throw new PermanentFailure(`email ${emailId} does not exist`);
   return { status: email.status };
+}
+
+/** A read message with its recipients as the pass changes them. */
+function messageOf(email: PassEmail): Message {
+  return { email, recipients: email.recipients.map(([id, address, state]) => ({ id, address, state, tried: 0 })) };
 }
 
 const isDue = (r: { state: RecipientState }) => r.state === 'pending' || r.state === 'in_flight';
