@@ -10,6 +10,7 @@ import {
   type PassEmail,
   type PassOutcomes,
 } from '../db/sql/delivery-pass';
+import { suppressAddress } from '../db/sql/suppress-address';
 import type { Logger } from 'pino';
 import type { SendEmailActivities, DeliverResult } from '../workflows/send-email';
 import type { SendBatchActivities, Unsent } from '../workflows/send-batch';
@@ -89,7 +90,8 @@ class Outcomes {
   readonly changed = new Set<PassRecipient>();
   readonly events: PassOutcomes['events'] = [];
   readonly emails: PassOutcomes['emails'] = [];
-  readonly suppress: PassOutcomes['suppress'] = [];
+  /** Hard bounces at send time: the address goes on the list and its contact becomes `bounced`. */
+  readonly suppress: { organizationId: string; address: string; emailId: string }[] = [];
 
   event(email: PassEmail, type: EventType, recipient: string, extra: { bounceType?: string | null; detail?: string | null } = {}): void {
     this.events.push({
@@ -114,13 +116,17 @@ class Outcomes {
     return status;
   }
 
-  write(orm: Orm, at: Date): Promise<void> {
-    return recordPassOutcomes(orm, {
+  async write(orm: Orm, at: Date): Promise<void> {
+    // Listed before the outcome commits: a crash in between sends again to a listed address
+    // (bounced again), never records a bounce whose address is not listed.
+    for (const s of this.suppress) {
+      await suppressAddress(orm.em.fork(), { ...s, reason: 'bounce', bounceContact: true });
+    }
+    await recordPassOutcomes(orm, {
       at,
       recipients: [...this.changed].map((r) => ({ id: r.id, state: r.state, tried: r.tried })),
       events: this.events,
       emails: this.emails,
-      suppress: this.suppress,
     });
   }
 }
@@ -321,9 +327,9 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
    * a SendBatch run (a chunk): rows read in a few statements for all of them, the live ones'
    * recipients committed `in_flight` together before any SMTP transaction, every live message
    * handed to the relay at once (the gate and the mailer's pool bound the connections), then
-   * every outcome (recipient states, events, message statuses, suppressions) written by one
-   * statement. A message whose pass was interrupted keeps its status (`sending`) and comes back
-   * with the error to retry on.
+   * every outcome (recipient states, events, message statuses) written by one statement, after
+   * the hard bounces' suppressions (db/sql/suppress-address.ts). A message whose pass was
+   * interrupted keeps its status (`sending`) and comes back with the error to retry on.
    */
   async function deliverMany(emailIds: string[]): Promise<Delivered[]> {
     const { active, done } = await readClaimed(emailIds);

@@ -1,6 +1,5 @@
 import type { Orm } from '../orm';
 import type { EmailStatus, EventType, KeyMode, RecipientState, Stream } from '../entities';
-import { uuidv7 } from '../ids';
 import { runPrepared, type PreparedStatement } from '../prepared';
 
 /**
@@ -130,15 +129,11 @@ export interface PassOutcomes {
   }[];
   /** Messages the pass finished, with their status; `sent` sets sent_at once. */
   emails: { id: string; status: EmailStatus; sent: boolean }[];
-  /** Hard bounces at send time: listed, and the organization's contact of the address becomes `bounced`. */
-  suppress: { organizationId: string; address: string; emailId: string }[];
 }
 
 /**
  * Every outcome of a pass in one statement, so recipient states, events (and the webhook
- * deliveries their trigger adds), message statuses and the suppressions of hard bounces commit
- * together or not at all. The suppression list keeps the first reason an address was listed
- * for, as db/sql/suppress-address.ts does.
+ * deliveries their trigger adds) and message statuses commit together or not at all.
  */
 const RECORD_OUTCOMES: PreparedStatement = {
   name: 'delivery_pass_outcomes_v1',
@@ -161,25 +156,13 @@ with rc as (
     from unnest($11::uuid[], $12::text[], $13::boolean[]) as u(id, status, sent)
    where e.id = u.id
   returning 1
-), sup as (
-  insert into suppressions (id, organization_id, email, reason, source_email_id, created_at)
-  select u.id, u.organization_id, u.address, 'bounce', u.email_id, $1
-    from unnest($14::uuid[], $15::uuid[], $16::text[], $17::uuid[]) as u(id, organization_id, address, email_id)
-  on conflict (organization_id, email) do nothing
-  returning 1
-), ct as (
-  update contacts c set status = 'bounced', updated_at = $1
-    from unnest($15::uuid[], $16::text[]) as u(organization_id, address)
-   where c.organization_id = u.organization_id and c.email = u.address and c.status <> 'bounced'
-  returning 1
 )
 select (select count(*) from rc)::int as recipients, (select count(*) from ev)::int as events,
-       (select count(*) from em)::int as emails, (select count(*) from sup)::int as suppressed,
-       (select count(*) from ct)::int as contacts`,
+       (select count(*) from em)::int as emails`,
 };
 
 export async function recordPassOutcomes(orm: Orm, o: PassOutcomes): Promise<void> {
-  if (o.recipients.length === 0 && o.events.length === 0 && o.emails.length === 0 && o.suppress.length === 0) return;
+  if (o.recipients.length === 0 && o.events.length === 0 && o.emails.length === 0) return;
   await runPrepared(orm, RECORD_OUTCOMES, [
     o.at,
     o.recipients.map((r) => r.id),
@@ -194,9 +177,5 @@ export async function recordPassOutcomes(orm: Orm, o: PassOutcomes): Promise<voi
     o.emails.map((e) => e.id),
     o.emails.map((e) => e.status),
     o.emails.map((e) => e.sent),
-    o.suppress.map(() => uuidv7()),
-    o.suppress.map((s) => s.organizationId),
-    o.suppress.map((s) => s.address),
-    o.suppress.map((s) => s.emailId),
   ]);
 }

@@ -165,7 +165,7 @@ describe('Activities: SendEmail against the real database', function () {
     assert.equal(sup.length, 2);
   });
 
-  it('a hard bounce commits with its pass: the address listed once with its first reason, its contact bounced, attempts and events in order', async () => {
+  it('a hard bounce in a pass: the address listed once with its first reason, its contact bounced, attempts and events in order', async () => {
     const sql = orm.em.fork().getConnection();
     await sql.execute(
       `insert into contacts (id, organization_id, email, status, created_at, updated_at) values (?, ?, 'hb1@example.com', 'subscribed', now(), now())`,
