@@ -102,7 +102,6 @@ export function createBroadcastActivities(deps: BroadcastDeps): BroadcastActivit
       const rows = await readBroadcastPage(orm, broadcastId, start, pageSize);
       const tRead = Date.now();
       const next = rows.length ? rows[rows.length - 1].position + 1 : start;
-      const items: PreparedEmail[] = [];
       let renderFailures = 0;
       const compiled = b.templateId
         ? await templates.resolve({ organizationId: b.organizationId }, [{ id: b.templateId, slug: null, version: b.templateVersion }])
@@ -115,29 +114,33 @@ export function createBroadcastActivities(deps: BroadcastDeps): BroadcastActivit
       const sender = parseMailbox(b.from);
       if (!sender) throw new PermanentFailure('the broadcast sender is not one mailbox');
       const plain = version ? { html: null, text: null } : await bodiesOf(b);
-      for (const r of rows) {
-        if (r.deleted) continue;
-        let content = { subject: b.subject ?? '', ...plain };
-        if (version) {
-          try {
-            content = renderTemplate(version.compiled, templateData(r), 'ignore');
-          } catch (err) {
-            if (!(err instanceof ServiceError)) throw err;
-            renderFailures++;
-            continue;
+      /** A chunk's messages, personalised just before it is stored. */
+      const build = (chunk: BroadcastPageRow[]): PreparedEmail[] => {
+        const items: PreparedEmail[] = [];
+        for (const r of chunk) {
+          if (r.deleted) continue;
+          let content = { subject: b.subject ?? '', ...plain };
+          if (version) {
+            try {
+              content = renderTemplate(version.compiled, templateData(r), 'ignore');
+            } catch (err) {
+              if (!(err instanceof ServiceError)) throw err;
+              renderFailures++;
+              continue;
+            }
           }
+          items.push(message(b, sender, r, content));
         }
-        items.push(message(b, sender, r, content));
-      }
-      const t1 = Date.now();
-      const results = await acceptInChunks(items, (chunk) =>
+        return items;
+      };
+      const results = await acceptInChunks(rows, build, (chunk) =>
         acceptEmails({ orm, store, dispatch: () => deps.afterEnqueue?.() }, { keyId: b.apiKeyId }, chunk, {
           cost: 0,
           prepaid: true,
           source: 'broadcast',
         }),
       );
-      const t2 = Date.now();
+      const tStored = Date.now();
       const refused = results.find((r): r is ServiceError => r instanceof ServiceError);
       if (refused) {
         await fail(broadcastId, `${refused.code}: ${refused.message}`);
@@ -158,8 +161,7 @@ export function createBroadcastActivities(deps: BroadcastDeps): BroadcastActivit
           stored,
           renderFailures,
           readMs: tRead - t0,
-          prepareMs: t1 - t0,
-          acceptMs: t2 - t1,
+          storeMs: tStored - tRead,
           totalMs: Date.now() - t0,
         },
         'broadcast page accepted',
@@ -176,23 +178,29 @@ export function createBroadcastActivities(deps: BroadcastDeps): BroadcastActivit
 }
 
 /**
- * A page goes to the store statement in chunks of CHUNK messages, CHUNKS_AT_ONCE at a time, so
+ * A page goes to the store statement in chunks of CHUNK recipients, CHUNKS_AT_ONCE at a time, so
  * the database's cores work on one page together. Measured on 2 vCPUs, 50,000 recipients: 4 × 250
- * 3,326 messages/s, 2 × 500 2,970/s; 1,000 in one statement was slower still.
+ * 3,326 messages/s, 2 × 500 2,970/s; 1,000 in one statement was slower still. Each chunk's
+ * messages are built when its turn comes, so rendering one overlaps storing the ones before it.
  */
 const CHUNK = 250;
 const CHUNKS_AT_ONCE = 4;
 
-async function acceptInChunks<T>(items: PreparedEmail[], accept: (chunk: PreparedEmail[]) => Promise<T[]>): Promise<T[]> {
-  const chunks: PreparedEmail[][] = [];
-  for (let i = 0; i < items.length; i += CHUNK) chunks.push(items.slice(i, i + CHUNK));
+async function acceptInChunks<T>(
+  rows: BroadcastPageRow[],
+  build: (chunk: BroadcastPageRow[]) => PreparedEmail[],
+  accept: (items: PreparedEmail[]) => Promise<T[]>,
+): Promise<T[]> {
+  const chunks: BroadcastPageRow[][] = [];
+  for (let i = 0; i < rows.length; i += CHUNK) chunks.push(rows.slice(i, i + CHUNK));
   const out: T[][] = new Array(chunks.length);
   let next = 0;
   await Promise.all(
     Array.from({ length: Math.min(CHUNKS_AT_ONCE, chunks.length) }, async () => {
       while (next < chunks.length) {
         const i = next++;
-        out[i] = await accept(chunks[i]);
+        const items = build(chunks[i]);
+        out[i] = items.length ? await accept(items) : [];
       }
     }),
   );

@@ -24,3 +24,17 @@ returning g.n`,
   );
   return row ? Number(row.n) : 0;
 }
+
+/**
+ * Starts left in the platform send rate's window `windowNo`, read without a lock: a hint for how
+ * much to claim, never a grant (takeSendRate decides, so a stale answer costs a claim, not the rate).
+ */
+export async function sendRateRoom(em: EntityManager, q: { windowNo: number; limit: number }): Promise<number> {
+  const [row] = await em
+    .getConnection()
+    .execute<{ n: number }[]>(
+      `select case when window_no = ?::bigint then greatest(0, ?::int - used) else ?::int end as n from send_rate where id = 1`,
+      [q.windowNo, q.limit, q.limit],
+    );
+  return row ? Number(row.n) : q.limit;
+}

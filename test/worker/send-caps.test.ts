@@ -520,4 +520,43 @@ describe('Daily send caps: reserve at dispatch, park, release when the UTC day t
     );
     assert.equal(lines.filter((l) => l.msg.startsWith('daily send cap reached')).length, reachedFirst.length);
   });
+  describe('under the platform send rate (8 a second: windows of 2 every 250 ms)', () => {
+    const WINDOW_MS = 250;
+    /** Just after a window opens, so a pass's starts all fall in one window. */
+    const windowStart = () => new Promise((r) => setTimeout(r, WINDOW_MS - (Date.now() % WINDOW_MS) + 5));
+    const rated = (s: Setup) => new Outbox(orm, s.engine, silent, { caps: s.caps, clock: s.clock, sendRatePerSecond: 8 });
+    const reserved = async (ids: string[]) =>
+      (await orm.em.fork().find(Email, { id: { $in: ids } })).filter((e) => e.reservedOn !== null).length;
+
+    it("a backlog the rate holds back is claimed a window's share at a time: the mail still waiting is neither reserved nor locked by each pass", async () => {
+      const s = await setup({ cap: null });
+      const ids = await send(s, 30);
+      const outbox = rated(s);
+      await windowStart();
+      const pass = await outbox.runOnce();
+      assert.deepEqual(started(s), ids.slice(0, 2));
+      assert.equal(pass.full, true, 'a throttled pass looks again soon');
+      assert.equal(await reserved(ids), 2, 'only what started took its allowances');
+      assert.equal(await used('organization', s.orgId, s.clock.day()), 2);
+      for (let i = 0; i < 40 && started(s).length < ids.length; i++) {
+        await windowStart();
+        await outbox.runOnce();
+        assert.equal(await reserved(ids), started(s).length, 'no pass reserves more than it starts');
+      }
+      assert.deepEqual(started(s), ids);
+    });
+
+    it("a capped backlog under the rate is still parked whole, not a window's share at a time", async () => {
+      const s = await setup({ plan: 'free', cap: 3 });
+      const ids = await send(s, 40);
+      const outbox = rated(s);
+      for (let i = 0; i < 4; i++) {
+        await windowStart();
+        await outbox.runOnce();
+      }
+      assert.deepEqual(started(s), ids.slice(0, 3));
+      const parked = (await waiting(ids)).filter(([, reason]) => reason === 'organization_daily_cap');
+      assert.equal(parked.length, 37, 'every message over the cap is parked within a few windows');
+    });
+  });
 });
