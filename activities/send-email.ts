@@ -302,22 +302,34 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
   }
 
   /**
-   * Reads claimed messages for a pass: those that exist, are not final and are `sending` come
-   * back as messages; every other id is answered at once (already final, or not claimed).
+   * Reads messages for a pass: each one missing or already final is answered at once; the others
+   * come back open, in the order asked.
    */
-  async function readClaimed(emailIds: string[]): Promise<{ active: Message[]; done: Delivered[] }> {
+  async function readOpen(emailIds: string[]): Promise<{ open: PassEmail[]; done: Delivered[] }> {
     const byId = new Map((await readPassEmails(orm, emailIds)).map((e) => [e.id, e]));
     const done: Delivered[] = [];
-    const active: Message[] = [];
+    const open: PassEmail[] = [];
     for (const id of emailIds) {
       const email = byId.get(id);
       if (!email) done.push({ id, status: 'failed', error: new PermanentFailure(`email ${id} does not exist`) });
       else if (FINAL_STATUSES.has(email.status)) done.push({ id, status: email.status });
-      else if (email.status !== 'sending') {
-        done.push({ id, status: email.status, error: new PermanentFailure(`email ${id} is ${email.status}, not claimed for delivery`) });
-      } else {
-        active.push(messageOf(email));
-      }
+      else open.push(email);
+    }
+    return { open, done };
+  }
+
+  /** The open messages of a pass that are `sending` (claimed); any other is answered at once. */
+  async function readClaimed(emailIds: string[]): Promise<{ active: Message[]; done: Delivered[] }> {
+    const { open, done } = await readOpen(emailIds);
+    const active: Message[] = [];
+    for (const email of open) {
+      if (email.status === 'sending') active.push(messageOf(email));
+      else
+        done.push({
+          id: email.id,
+          status: email.status,
+          error: new PermanentFailure(`email ${email.id} is ${email.status}, not claimed for delivery`),
+        });
     }
     return { active, done };
   }
@@ -377,39 +389,19 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
    */
   async function failMany(items: { id: string; detail: string }[]): Promise<Delivered[]> {
     const detailOf = new Map(items.map((i) => [i.id, i.detail]));
-    const byId = new Map(
-      (
-        await readPassEmails(
-          orm,
-          items.map((i) => i.id),
-        )
-      ).map((e) => [e.id, e]),
-    );
+    const { open, done } = await readOpen(items.map((i) => i.id));
     const out = new Outcomes();
-    const results: Delivered[] = [];
-    const failed: Delivered[] = [];
-    for (const { id, detail } of items) {
-      const email = byId.get(id);
-      if (!email) {
-        results.push({ id, status: 'failed', error: new PermanentFailure(`email ${id} does not exist`) });
-        continue;
-      }
-      if (FINAL_STATUSES.has(email.status)) {
-        results.push({ id, status: email.status });
-        continue;
-      }
+    const failed = open.map((email): Delivered => {
       const m = messageOf(email);
       for (const r of m.recipients.filter(isDue)) {
         out.set(r, 'failed');
-        out.event(email, 'failed', r.address, { detail });
+        out.event(email, 'failed', r.address, { detail: detailOf.get(email.id) });
       }
-      const r = { id, status: out.finish(m) };
-      results.push(r);
-      failed.push(r);
-    }
+      return { id: email.id, status: out.finish(m) };
+    });
     await out.write(orm, clock.now());
     for (const r of failed) log.warn({ emailId: r.id, detail: detailOf.get(r.id), status: r.status }, 'delivery failed');
-    return results;
+    return [...done, ...failed];
   }
 
   return {

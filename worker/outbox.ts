@@ -193,7 +193,7 @@ export class Outbox {
     const rate = this.opts.sendRatePerSecond;
     if (lane.mode !== 'live' || rate === undefined) return null;
     const w = rateWindows(rate);
-    return sendRateRoom(this.orm.em.fork(), { windowNo: rateWindowNo(w), limit: w.limit });
+    return sendRateRoom(this.orm, { windowNo: rateWindowNo(w), limit: w.limit });
   }
 
   /** Messages per run: one with a confirmation window (its run waits at `sent`, signalled by email id). */
