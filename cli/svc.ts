@@ -15,7 +15,7 @@ import { isUuid } from '../db/ids';
 import { closeUnconfirmedBatch, countUnconfirmed } from '../db/sql/unconfirmed';
 import { parseDuration } from '../core/time';
 import { CLOSE_UNCONFIRMED_SIGNAL } from '../workflows/send-email';
-import { createSmtpMailer } from '../activities/mailer';
+import { createThreadMailer } from '../activities/mailer-thread';
 import { createActivities } from '../activities';
 import { createWebhookHttp } from '../activities/webhook-http';
 import { closeUnconfirmed } from '../activities/send-email';
@@ -179,8 +179,8 @@ async function worker(): Promise<void> {
   const workerOrm = db.orm;
   // Without SMTP_URL, relay into the dev inbox that `svc start` runs on DEV_SMTP_PORT.
   const mailer = config.smtpUrl
-    ? createSmtpMailer(config.smtpUrl, false, config.workerConcurrency)
-    : createSmtpMailer(`smtp://127.0.0.1:${config.devSmtpPort}`, true, config.workerConcurrency);
+    ? createThreadMailer(config.smtpUrl, false, config.workerConcurrency)
+    : createThreadMailer(`smtp://127.0.0.1:${config.devSmtpPort}`, true, config.workerConcurrency);
   const webhooks = createWebhookHttp(webhookHttpOptions(config));
   const activities = createActivities({
     orm: workerOrm,

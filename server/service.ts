@@ -11,7 +11,8 @@ import { systemClock, type Clock } from '../core/clock';
 import { identityDeps } from '../core/domains/identity';
 import { createDnsResolver } from '../core/domains/dns';
 import { DevInbox } from '../smtp/dev-inbox';
-import { createSmtpMailer, type Mailer } from '../activities/mailer';
+import type { Mailer } from '../activities/mailer';
+import { createThreadMailer } from '../activities/mailer-thread';
 import { createActivities } from '../activities';
 import { APPLICATION_NAME, APPLICATION_VERSION, DBOS_INTERNAL_QUEUE, startDbosEngine } from '../worker/dbos-engine';
 import { startTemporalEngine } from '../worker/temporal-engine';
@@ -135,8 +136,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       onLost: opts.onExecutorLost ?? (() => process.exit(70)),
     });
     mailer ??= inbox
-      ? createSmtpMailer(`smtp://127.0.0.1:${inbox.port}`, true, config.workerConcurrency)
-      : createSmtpMailer(config.smtpUrl!, false, config.workerConcurrency);
+      ? createThreadMailer(`smtp://127.0.0.1:${inbox.port}`, true, config.workerConcurrency)
+      : createThreadMailer(config.smtpUrl!, false, config.workerConcurrency);
     const activities = createActivities({
       orm: workerOrm,
       mailer,
