@@ -92,7 +92,7 @@ export async function benchDrain(
   }
   // Acceptance load from its own process, as every other phase's load: API clients are not in the service's process.
   const accept = (mode: 'live' | 'test', count = n, prefix: string = mode) =>
-    loadProcess<{ seconds: number }>('accept-load.ts', {
+    loadProcess<{ startedAt: number; seconds: number }>('accept-load.ts', {
       url: service.url,
       tokens: keys[mode],
       n: count,
@@ -126,16 +126,17 @@ export async function benchDrain(
 
   log.info({ messages: n }, 'drain: live backlog to the counting sink');
   sink.reset();
-  let t0 = Date.now();
-  const liveAcceptSeconds = (await accept('live')).seconds;
+  // From the first batch posted: the load process's own start-up is not the drain's.
+  const live = await accept('live');
+  const liveAcceptSeconds = live.seconds;
   await until(async () => sink.count() >= n, 'live');
-  const liveSeconds = (Date.now() - t0) / 1000;
+  const liveSeconds = (Date.now() - live.startedAt) / 1000;
 
   log.info({ messages: n }, 'drain: test-mode backlog');
-  t0 = Date.now();
-  const testAcceptSeconds = (await accept('test')).seconds;
+  const test = await accept('test');
+  const testAcceptSeconds = test.seconds;
   await until(async () => (await finished('test')) >= n, 'test');
-  const testSeconds = (Date.now() - t0) / 1000;
+  const testSeconds = (Date.now() - test.startedAt) / 1000;
 
   log.info({ messages: n }, 'drain: a live backlog seeded in SQL');
   const seedKey = await createKey(orm, org.id, { name: 'seeded', permission: 'send', mode: 'live', rateLimit: 1000 });
@@ -149,7 +150,7 @@ export async function benchDrain(
     html: '<p>hello</p>',
   });
   sink.reset();
-  t0 = Date.now();
+  const t0 = Date.now();
   service.kickOutbox();
   await until(async () => sink.count() >= n, 'seeded');
   const seededSeconds = (Date.now() - t0) / 1000;
