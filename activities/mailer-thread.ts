@@ -65,7 +65,16 @@ export function createThreadMailer(url: string, finalDestination: boolean, conne
   const flush = () => {
     const messages = outbox;
     outbox = [];
-    if (messages.length) thread().postMessage({ type: 'send', messages } satisfies ThreadRequest);
+    if (!messages.length) return;
+    try {
+      thread().postMessage({ type: 'send', messages } satisfies ThreadRequest);
+    } catch (err) {
+      // A message that cannot be copied to the thread fails its sends, not the process.
+      for (const [id] of messages) {
+        pending.get(id)?.reject(err as Error);
+        pending.delete(id);
+      }
+    }
   };
 
   return {
