@@ -6,7 +6,8 @@
  * first) and the pass's SQL. Sends posted in the same tick cross in one message.
  */
 import path from 'node:path';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startModuleThread } from '../core/module-thread';
 import { SmtpTransactionError, type Mailer, type OutgoingMessage, type RecipientRejection, type SendOutcome } from './mailer';
 
 export interface ThreadSettings {
@@ -18,17 +19,6 @@ export interface ThreadSettings {
 export type ThreadRequest = { type: 'send'; messages: [number, OutgoingMessage][] } | { type: 'close' };
 export type ThreadReply =
   { id: number; outcome: SendOutcome } | { id: number; error: { message: string; code: number | null; rejected: RecipientRejection[] } };
-
-const BODY = path.join(__dirname, 'mailer-thread-worker');
-
-/** The thread's entry: run from source (tsx) the body needs the TypeScript loader registered in the thread first. */
-function startThread(settings: ThreadSettings): Worker {
-  if (__filename.endsWith('.ts')) {
-    const code = `require(${JSON.stringify(require.resolve('tsx/cjs'))}); require(${JSON.stringify(`${BODY}.ts`)});`;
-    return new Worker(code, { eval: true, workerData: settings });
-  }
-  return new Worker(`${BODY}.js`, { workerData: settings });
-}
 
 export function createThreadMailer(url: string, finalDestination: boolean, connections = 8): Mailer {
   const settings: ThreadSettings = { url, finalDestination, connections };
@@ -47,7 +37,7 @@ export function createThreadMailer(url: string, finalDestination: boolean, conne
   };
   const thread = (): Worker => {
     if (worker) return worker;
-    const w = startThread(settings);
+    const w = startModuleThread(path.join(__dirname, 'mailer-thread-worker'), settings);
     w.on('message', (r: ThreadReply) => {
       const p = pending.get(r.id);
       if (!p) return;

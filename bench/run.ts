@@ -20,7 +20,7 @@ import { benchWebhooks, type WebhookBenchResult } from './webhooks';
 import { BenchClock, benchPark, benchPickup, type ParkResult, type PickupResult } from './caps';
 import { loadProcess } from './load-process';
 import { benchDrain, smtpCeiling, type DrainResult } from './drain';
-import { countingSink } from './sink';
+import { countingSink, type CountingSink } from './sink';
 import { benchSoak, BOUND_RATIO, type SoakResult } from './soak';
 import { benchBroadcast, type BroadcastResult } from './broadcast';
 import {
@@ -35,7 +35,6 @@ import {
 } from './automations';
 import type { Clock } from '../core/clock';
 import { Client } from 'pg';
-import { SMTPServer } from 'smtp-server';
 
 const SECONDS = Number(process.env.BENCH_SECONDS || 15);
 const SINGLE_CONCURRENCY = Number(process.env.BENCH_CONCURRENCY || 32);
@@ -203,18 +202,9 @@ async function main() {
   const base = await load(baseline.url, ['none'], message, SINGLE_CONCURRENCY);
   await baseline.stop();
 
-  // The outbound relay: a real SMTP server on loopback that accepts and discards.
-  const relay = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS', 'AUTH'],
-    logger: false,
-    onData: (stream, _s, cb) => {
-      stream.resume();
-      stream.on('end', () => cb());
-    },
-  });
-  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', () => resolve()));
-  const relayPort = (relay.server.address() as { port: number }).port;
+  // The outbound relay: a real SMTP server on loopback that accepts (and only counts) every message.
+  const relay = await countingSink();
+  const relayPort = relay.port;
 
   /**
    * The service on a fresh database of its own, sending to the relay. Stopping it drops that
@@ -404,7 +394,7 @@ async function main() {
     return { park, pickup };
   };
   /** A backlog drained to a counting sink, beside what a pooled nodemailer client gets from the same sink. */
-  const drainTo = async (sink: Awaited<ReturnType<typeof countingSink>>, database: string): Promise<DrainResult> => {
+  const drainTo = async (sink: CountingSink, database: string): Promise<DrainResult> => {
     const connections = readConfig({}).workerConcurrency;
     log.info({ messages: DRAIN_MESSAGES, connections }, 'drain: the ceiling (pooled nodemailer to the counting sink)');
     // A discarded round first: the ceiling is not measured on code the JIT has not optimized yet.
@@ -529,14 +519,14 @@ async function main() {
   if (ONLY === 'automations') {
     const a = await runAutomations();
     log.info({ base: base.rps, ...a, ratio: a.events.rps / a.nearBaseline.rps }, 'BENCH_ONLY: automations measured');
-    await new Promise<void>((resolve) => relay.close(() => resolve()));
+    await relay.close();
     if (pg) await pg.stop();
     return;
   }
   if (ONLY === 'broadcast') {
     const b = await runBroadcast();
     log.info({ base: base.rps, broadcast: b }, 'BENCH_ONLY: broadcast measured');
-    await new Promise<void>((resolve) => relay.close(() => resolve()));
+    await relay.close();
     if (pg) await pg.stop();
     return;
   }
@@ -553,7 +543,7 @@ async function main() {
       },
       'BENCH_ONLY: drain measured',
     );
-    await new Promise<void>((resolve) => relay.close(() => resolve()));
+    await relay.close();
     if (pg) await pg.stop();
     return;
   }
@@ -561,35 +551,35 @@ async function main() {
     const r = await runSoak();
     log.info({ base: base.rps, ...r, samples: undefined }, 'BENCH_ONLY: soak measured');
     process.stdout.write(soakSection(r) + '\n');
-    await new Promise<void>((resolve) => relay.close(() => resolve()));
+    await relay.close();
     if (pg) await pg.stop();
     return;
   }
   if (ONLY === 'caps') {
     const c = await runCaps();
     log.info({ base: base.rps, ...c }, 'BENCH_ONLY: caps measured');
-    await new Promise<void>((resolve) => relay.close(() => resolve()));
+    await relay.close();
     if (pg) await pg.stop();
     return;
   }
   if (ONLY === 'relay') {
     const r = await runRelay();
     log.info({ base: base.rps, ...r }, 'BENCH_ONLY: relay measured');
-    await new Promise<void>((resolve) => relay.close(() => resolve()));
+    await relay.close();
     if (pg) await pg.stop();
     return;
   }
   if (ONLY === 'webhooks') {
     const w = await runWebhooks();
     log.info({ base: base.rps, ...w }, 'BENCH_ONLY: webhooks measured');
-    await new Promise<void>((resolve) => relay.close(() => resolve()));
+    await relay.close();
     if (pg) await pg.stop();
     return;
   }
   if (ONLY === 'audience') {
     const a = await runAudience();
     log.info({ base: base.rps, ...a, ratio: a.upsert.rps / base.rps }, 'BENCH_ONLY: audience measured');
-    await new Promise<void>((resolve) => relay.close(() => resolve()));
+    await relay.close();
     if (pg) await pg.stop();
     return;
   }
@@ -605,11 +595,11 @@ async function main() {
   const broadcasts = ONLY ? null : await runBroadcast();
   const automations = ONLY ? null : await runAutomations();
   if (!live || !test || !audience || !webhooks || !smtpRelay || !caps || !drain || !soak || !broadcasts || !automations) {
-    await new Promise<void>((resolve) => relay.close(() => resolve()));
+    await relay.close();
     if (pg) await pg.stop();
     return;
   }
-  await new Promise<void>((resolve) => relay.close(() => resolve()));
+  await relay.close();
   const { single, batch } = live;
   if (pg) await pg.stop();
   fs.rmSync(dataDir, { recursive: true, force: true });

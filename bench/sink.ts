@@ -5,8 +5,10 @@
  * defined) or on a thread of its own, as a relay on another machine would: there it never
  * answers slower because the process it measures is busy.
  */
-import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import path from 'node:path';
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { SMTPServer } from 'smtp-server';
+import { startModuleThread } from '../core/module-thread';
 
 export interface CountingSink {
   port: number;
@@ -47,9 +49,8 @@ export async function countingSink(opts: { thread?: boolean } = {}): Promise<Cou
     const s = await listen(counter);
     return { ...shared, ...s };
   }
-  // This file again, as the thread's body (the TypeScript loader registered in the thread first).
-  const code = `require(${JSON.stringify(require.resolve('tsx/cjs'))}); require(${JSON.stringify(__filename)});`;
-  const thread = new Worker(code, { eval: true, workerData: { sinkCounter: counter.buffer } });
+  // This file again, as the thread's body.
+  const thread = startModuleThread(path.join(__dirname, 'sink'), { sinkCounter: counter.buffer });
   const port = await new Promise<number>((resolve, reject) => {
     thread.once('message', resolve);
     thread.once('error', reject);
