@@ -43,6 +43,28 @@ export function createBroadcastActivities(deps: BroadcastDeps): BroadcastActivit
     return got;
   }
 
+  /**
+   * The next page of each running fan-out, read while the current one is stored, so the database
+   * is not left idle while a page is read (20 ms of a 220 ms page, measured; interleaved runs,
+   * median of 5: 6,620 messages/s against 6,087 without). Only the frozen positions are read
+   * early; their contacts' data is as of that read, a page's store earlier than it would have
+   * been, and the store statement checks every recipient's eligibility again when it stores. A
+   * page run anywhere else, or run again, reads afresh. A few fan-outs at most.
+   */
+  const ahead = new Map<string, { from: number; limit: number; rows: Promise<BroadcastPageRow[] | null> }>();
+  function readAhead(broadcastId: string, from: number, limit: number): void {
+    ahead.delete(broadcastId);
+    // A failed read ahead is forgotten: the page reads again when its turn comes.
+    ahead.set(broadcastId, { from, limit, rows: readBroadcastPage(orm, broadcastId, from, limit).catch(() => null) });
+    if (ahead.size > 4) ahead.delete(ahead.keys().next().value!);
+  }
+  async function pageAt(broadcastId: string, from: number, limit: number): Promise<BroadcastPageRow[]> {
+    const got = ahead.get(broadcastId);
+    if (got) ahead.delete(broadcastId);
+    const rows = got && got.from === from && got.limit === limit ? await got.rows : null;
+    return rows ?? readBroadcastPage(orm, broadcastId, from, limit);
+  }
+
   /** Stops a broadcast for good (its domain or topic went away); what it already accepted goes on. */
   async function fail(id: string, failure: string): Promise<void> {
     await orm.em
@@ -99,9 +121,10 @@ export function createBroadcastActivities(deps: BroadcastDeps): BroadcastActivit
       // A page run again after the cursor moved (its record lost in a crash) resumes at the cursor.
       const start = Math.max(from, b.enqueued);
       const t0 = Date.now();
-      const rows = await readBroadcastPage(orm, broadcastId, start, pageSize);
+      const rows = await pageAt(broadcastId, start, pageSize);
       const tRead = Date.now();
       const next = rows.length ? rows[rows.length - 1].position + 1 : start;
+      if (rows.length === pageSize && next < (b.recipients ?? 0)) readAhead(broadcastId, next, pageSize);
       let renderFailures = 0;
       const compiled = b.templateId
         ? await templates.resolve({ organizationId: b.organizationId }, [{ id: b.templateId, slug: null, version: b.templateVersion }])
@@ -179,12 +202,15 @@ export function createBroadcastActivities(deps: BroadcastDeps): BroadcastActivit
 
 /**
  * A page goes to the store statement in chunks of CHUNK recipients, CHUNKS_AT_ONCE at a time, so
- * the database's cores work on one page together. Measured on 2 vCPUs, 50,000 recipients: 4 × 250
- * 3,326 messages/s, 2 × 500 2,970/s; 1,000 in one statement was slower still. Each chunk's
- * messages are built when its turn comes, so rendering one overlaps storing the ones before it.
+ * the database's cores work on one page together. Each chunk's messages are built when its turn
+ * comes, so rendering one overlaps storing the one before it. Measured on 2 vCPUs, 30,000
+ * recipients, runs interleaved (messages/s, median of 4): 2 × 500 6,647, 4 × 250 6,029, 3 × 334
+ * 5,651, 1 × 1,000 4,814, 4 × 125 4,638. Before the store's foreign keys went (see
+ * Migration20261205000000_store_foreign_keys), 4 × 250 was ahead of 2 × 500: statements at once
+ * then mostly waited on each other's locks of the same parent rows.
  */
-const CHUNK = 250;
-const CHUNKS_AT_ONCE = 4;
+const CHUNK = 500;
+const CHUNKS_AT_ONCE = 2;
 
 async function acceptInChunks<T>(
   rows: BroadcastPageRow[],

@@ -71,12 +71,19 @@ export class GroupStore {
     const owner = new Map<string, number>();
     const emails: StoreParams['emails'] = [];
     const recipients: StoreParams['recipients'] = [];
+    // The rows are this group's own (acceptEmails builds them per request), so they are numbered in
+    // place: copying every row (a broadcast's chunk is 250 of them) cost more than the numbering.
     requests.forEach((r, req) => {
       for (const e of r.emails) {
         owner.set(e.id, req);
-        emails.push({ ...e, req, pos: emails.length });
+        e.req = req;
+        e.pos = emails.length;
+        emails.push(e);
       }
-      for (const x of r.recipients) recipients.push({ ...x, pos: recipients.length });
+      for (const x of r.recipients) {
+        x.pos = recipients.length;
+        recipients.push(x);
+      }
     });
     const row = await storeEmails(this.orm, {
       requests: requests.map((r, req) => ({ req, token_hash: r.tokenHash, key_id: r.keyId ?? null, cost: r.cost, prepaid: r.prepaid })),

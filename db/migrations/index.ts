@@ -15,6 +15,7 @@ import { Migration20261201000000_bulk_recipients } from './Migration202612010000
 import { Migration20261202000000_broadcasts } from './Migration20261202000000_broadcasts';
 import { Migration20261203000000_automations } from './Migration20261203000000_automations';
 import { Migration20261204000000_batched_delivery } from './Migration20261204000000_batched_delivery';
+import { Migration20261205000000_store_foreign_keys } from './Migration20261205000000_store_foreign_keys';
 
 /** Listed explicitly so migrations run the same from TypeScript sources and from any bundle. */
 export const migrationsList: MigrationObject[] = [
@@ -34,4 +35,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261202000000_broadcasts', class: Migration20261202000000_broadcasts },
   { name: 'Migration20261203000000_automations', class: Migration20261203000000_automations },
   { name: 'Migration20261204000000_batched_delivery', class: Migration20261204000000_batched_delivery },
+  { name: 'Migration20261205000000_store_foreign_keys', class: Migration20261205000000_store_foreign_keys },
 ];

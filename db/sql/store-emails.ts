@@ -56,13 +56,17 @@ export interface StoreResult {
  *   the message insert returned.
  * - Events are inserted in recipient order, so their ids (the API's event order) follow it.
  *
+ * The parameters are read as json, not jsonb: each is read once, and converting it to jsonb's
+ * binary form first cost more than the one parse (measured, 250 messages a statement: 7 µs less
+ * per message as json).
+ *
  * The column lists mirror the entities in db/entities (Email, Recipient, EmailEvent, Attachment):
  * GET /emails/:id and the SendEmail activities read what this stores through those entities, so
  * the API and delivery tests cover the mapping.
  */
 const STORE_EMAILS_SQL = `
 with q as (
-  select * from jsonb_to_recordset($1::jsonb) as x(req int, token_hash text, key_id uuid, cost int, prepaid boolean)
+  select * from json_to_recordset($1::json) as x(req int, token_hash text, key_id uuid, cost int, prepaid boolean)
 ), k as (
   select q.req, q.cost, q.prepaid, a.id, a.organization_id, a.mode, a.domain_ids, ${capOf('a.rate_limit')} as cap
     from q cross join lateral (
@@ -92,7 +96,7 @@ with q as (
               when (x.topic is not null or x.given_topic_id is not null) and tp.id is null then 'unknown_topic'
               when (x.track_opens or x.track_clicks) and not d.tracking_ok then 'tracking_host'
          end as refusal
-    from jsonb_to_recordset($2::jsonb) as x(
+    from json_to_recordset($2::json) as x(
       req int, id uuid, pos int, at timestamptz, from_domain text, bulk boolean, from_address text, to_addresses jsonb,
       cc_addresses jsonb, bcc_addresses jsonb, reply_to text, subject text, html text, text text, headers jsonb, tags jsonb,
       kind text, topic text, given_topic_id uuid, track_opens boolean, track_clicks boolean, scheduled_at timestamptz, idempotency_key text,
@@ -126,7 +130,7 @@ with q as (
   select * from m where refusal is null
 ), r as (
   select x.*, ok.org, ok.at, dr.reason is not null as suppressed, dr.reason
-    from jsonb_to_recordset($3::jsonb) as x(id uuid, email_id uuid, pos int, address text, field text)
+    from json_to_recordset($3::json) as x(id uuid, email_id uuid, pos int, address text, field text)
     join ok on ok.id = x.email_id
     cross join lateral (
       select case
@@ -138,6 +142,8 @@ with q as (
                         then 'unsubscribed' end
             from contacts c where c.organization_id = ok.org and c.email = x.address)
       end as reason
+      -- Not flattened: inlined, the lookups ran once for each use of the reason (twice).
+      offset 0
     ) dr
 ), ra as (
   select email_id, bool_and(suppressed) as all_suppressed,
@@ -172,7 +178,7 @@ with q as (
 ), att as (
   insert into attachments (id, email_id, position, filename, content_type, size, content)
   select x.id, x.email_id, x.position, x.filename, x.content_type, x.size, decode(x.content, 'base64')
-    from jsonb_to_recordset($4::jsonb) as x(id uuid, email_id uuid, position int, filename text, content_type text, size int, content text)
+    from json_to_recordset($4::json) as x(id uuid, email_id uuid, position int, filename text, content_type text, size int, content text)
     join e on e.id = x.email_id
 )
 select coalesce((select json_agg(json_build_object('req', q.req, 'known', p.req is not null, 'admitted', coalesce(p.admitted, false),
