@@ -25,7 +25,9 @@ export interface StoreResult {
  * Authenticates a group of send requests, charges their keys and stores their messages, in one
  * statement and one commit (see core/emails/group-store.ts). Parameters, each a JSON array:
  * $1 requests {req, token_hash, cost, prepaid}, $2 messages (each with its request's
- * `req`), $3 recipients, $4 attachments.
+ * `req`), $3 recipients, $4 attachments. A message may leave out a field at its default (empty
+ * cc, bcc, headers and tags, false tracking and `template_latest`, the rest null): a missing
+ * field reads as null, and the statement stores the default.
  *
  * Keys and rates (spec, Limits; the rule itself is in rate-window.ts):
  * - A key is found by its token (key-for-token.ts). Unknown tokens store nothing.
@@ -109,7 +111,7 @@ with q as (
       select x.template_id is null
           or exists (select 1 from templates t
                       where t.id = x.template_id and t.organization_id = p.organization_id
-                        and (not x.template_latest or t.latest_version = x.template_version))
+                        and (not coalesce(x.template_latest, false) or t.latest_version = x.template_version))
           or (x.idempotency_key is not null
               and exists (select 1 from emails e where e.organization_id = p.organization_id and e.idempotency_key = x.idempotency_key))
           as template_ok
@@ -154,8 +156,8 @@ with q as (
                       reply_to, subject, html, text, headers, tags, kind, mode, status, scheduled_at, message_id,
                       idempotency_key, enqueued_at, created_at, updated_at, template_id, template_version, source, stream,
                       topic_id, track_opens, track_clicks, broadcast_id)
-  select ok.id, ok.org, ok.api_key, ok.domain_id, ok.from_address, ok.to_addresses, ok.cc_addresses, ok.bcc_addresses,
-         ok.reply_to, ok.subject, ok.html, ok.text, ok.headers, ok.tags, ok.kind, ok.mode,
+  select ok.id, ok.org, ok.api_key, ok.domain_id, ok.from_address, ok.to_addresses, coalesce(ok.cc_addresses, '[]'), coalesce(ok.bcc_addresses, '[]'),
+         ok.reply_to, ok.subject, ok.html, ok.text, coalesce(ok.headers, '{}'), coalesce(ok.tags, '[]'), ok.kind, ok.mode,
          case when a.all_suppressed then 'suppressed' else 'queued' end, ok.scheduled_at, '<' || ok.id || '@' || ok.domain_name || '>',
          ok.idempotency_key, case when a.all_suppressed then ok.at end, ok.at, ok.at, ok.template_id, ok.template_version, ok.source,
          ok.stream, ok.topic_id, coalesce(ok.track_opens, false), coalesce(ok.track_clicks, false),
@@ -189,7 +191,7 @@ select coalesce((select json_agg(json_build_object('req', q.req, 'known', p.req 
                    from e join ra on ra.email_id = e.id), '[]') as stored,
        coalesce((select json_agg(json_build_object('id', m.id, 'code', m.refusal)) from m where m.refusal is not null), '[]') as refused`;
 
-const STORE_EMAILS: PreparedStatement = { name: 'store_emails_v14', text: STORE_EMAILS_SQL };
+const STORE_EMAILS: PreparedStatement = { name: 'store_emails_v15', text: STORE_EMAILS_SQL };
 
 /**
  * Large groups (a broadcast's chunks, big group commits) plan without nested loops: the
@@ -201,7 +203,7 @@ const STORE_EMAILS: PreparedStatement = { name: 'store_emails_v14', text: STORE_
  * because a connection's cached plan does not follow a changed setting.
  */
 const STORE_EMAILS_LARGE: PreparedStatement = {
-  name: 'store_emails_large_v1',
+  name: 'store_emails_large_v2',
   text: STORE_EMAILS_SQL,
   settings: ['enable_nestloop = off'],
 };

@@ -61,6 +61,37 @@ describe('API: POST /emails', function () {
     assert.equal(got.body.mode, 'live');
     assert.match(got.body.created_at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
     assert.equal(got.body.events[0].type, 'queued');
+    // Fields left at their default are not sent to the store statement; it stores the defaults.
+    assert.deepEqual(got.body.cc, []);
+    assert.deepEqual(got.body.bcc, []);
+    assert.equal(got.body.reply_to, null);
+    assert.deepEqual(got.body.headers, {});
+    assert.deepEqual(got.body.tags, []);
+    assert.equal(got.body.template, null);
+    assert.equal(got.body.scheduled_at, null);
+  });
+
+  it('stores every optional field as given', async () => {
+    const at = new Date(Date.now() + 3_600_000).toISOString();
+    const res = await t.call('POST', '/api/v1/emails', {
+      body: {
+        ...base(),
+        cc: 'cc@example.com',
+        bcc: ['bcc@example.com'],
+        reply_to: 'Replies <reply@example.com>',
+        headers: { 'X-Entity-Ref': 'abc' },
+        tags: [{ name: 'plan', value: 'pro' }],
+        scheduled_at: at,
+      },
+    });
+    assert.equal(res.status, 200);
+    const got = await t.call('GET', `/api/v1/emails/${res.body.id}`);
+    assert.deepEqual(got.body.cc, ['cc@example.com']);
+    assert.deepEqual(got.body.bcc, ['bcc@example.com']);
+    assert.equal(got.body.reply_to, 'Replies <reply@example.com>');
+    assert.deepEqual(got.body.headers, { 'X-Entity-Ref': 'abc' });
+    assert.deepEqual(got.body.tags, [{ name: 'plan', value: 'pro' }]);
+    assert.equal(got.body.scheduled_at, at);
   });
 
   it('requires a Bearer key, refuses unknown ones', async () => {
