@@ -104,7 +104,7 @@ export async function acceptEmails(
     byId.set(id, index);
     // Fields at their default (empty, null, false) are left out: the store statement reads a missing
     // field as null and stores the default, and a broadcast sends this row for every recipient
-    // (measured: 5% less CPU per stored message, PostgreSQL's JSON parse and Node's stringify).
+    // (measured: 6% less CPU per stored message, in PostgreSQL's JSON parse and Node's stringify).
     const row: StoreRequest['emails'][number] = {
       id,
       at: now.toISOString(),
