@@ -20,7 +20,7 @@ import { Migration } from '@mikro-orm/migrations';
  * Organizations, keys and domains are never deleted (keys are revoked, domains marked deleted) and
  * neither are emails, so no parent disappears afterwards. Should an organization or its mail ever
  * be deleted, it is deleted explicitly, in batches, as a cascade over millions of rows could not
- * be anyway. email_events keeps its key: four statements write events.
+ * be anyway. email_events kept its key here; Migration20261206000000_fan_out_foreign_keys drops it.
  */
 export class Migration20261205000000_store_foreign_keys extends Migration {
   override async up(): Promise<void> {
