@@ -12,6 +12,7 @@ const RANK: Record<string, number> = {
   server: 0,
   cli: 0,
   bench: 0,
+  tools: 0,
   api: 1,
   smtp: 1,
   console: 1,

@@ -9,6 +9,16 @@ export interface StartOptions {
    * same queue, so the platform's one send rate serves transactional mail first.
    */
   stream?: Stream;
+  /** What an operator filters runs by (Temporal search attributes; the embedded engine ignores them). */
+  labels?: RunLabels;
+}
+
+/** A run's organizations, mode, stream and message kinds, each only where known. */
+export interface RunLabels {
+  organizations?: string[];
+  mode?: string;
+  stream?: string;
+  kinds?: string[];
 }
 
 /**

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { QUEUES } from '../workflows/definition';
 import type { TemporalBinding } from '../workflows/temporal/binding';
 import type { Engine } from './engine';
+import { ensureSearchAttributes, searchAttributePairs } from './temporal-search-attributes';
 
 /** Where the Temporal server is and which task queues the service uses. */
 export interface TemporalSettings {
@@ -29,6 +30,8 @@ export async function startTemporalEngine(settings: TemporalSettings, log: Logge
     throw new Error(`cannot reach Temporal at ${settings.connection.address} (TEMPORAL_ADDRESS): ${err.message}`);
   });
   const client = new Client({ connection, namespace: settings.namespace });
+  // Without them registered a start that sets them is refused: then runs start without them.
+  const labelled = await ensureSearchAttributes(connection, settings.namespace, log);
   let running = true;
   log.info(
     { address: settings.connection.address, namespace: settings.namespace, taskQueue: settings.taskQueue },
@@ -57,6 +60,7 @@ export async function startTemporalEngine(settings: TemporalSettings, log: Logge
           args: [{ ...(input as object), ...binding }],
           // Activities inherit it: the delivery task queue serves transactional sends before bulk ones.
           ...(opts.stream ? { priority: { priorityKey: opts.stream === 'bulk' ? 3 : 1 } } : {}),
+          ...(labelled && opts.labels ? { typedSearchAttributes: searchAttributePairs(opts.labels) } : {}),
           workflowIdConflictPolicy: 'USE_EXISTING',
           workflowIdReusePolicy: 'REJECT_DUPLICATE',
         });

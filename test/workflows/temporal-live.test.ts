@@ -3,7 +3,6 @@ import { createSecrets } from '../../core/secrets';
 import { createWebhookHttp } from '../../activities/webhook-http';
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { readConfig, temporalSettings, type TemporalConfig } from '../../server/config';
 import { startTemporalEngine } from '../../worker/temporal-engine';
 import { startService, type Service } from '../../server/service';
@@ -20,19 +19,17 @@ import { SmtpSink } from '../support/sink';
 import { request } from '../support/http';
 import { testConfig } from '../support/service';
 import { waitFor } from '../support/wait';
-import { skipBecause } from '../support/skips';
+import { liveTemporal } from '../support/temporal-server';
 
 /**
  * The send pipeline end to end on ENGINE=temporal: API (client engine) and `svc worker` code in
- * this process, a real Temporal server, a real SMTP sink. Needs TEMPORAL_ADDRESS (a running
- * `temporal server start-dev` or cluster) or TEMPORAL_TEST_SERVER=download (lets
- * @temporalio/testing fetch a dev server; needs internet). Otherwise every test is skipped,
- * with the reason printed in the summary.
+ * this process, a real Temporal server, a real SMTP sink. The server is the project's own
+ * `temporal server start-dev` (`npm run tools` builds it), or TEMPORAL_ADDRESS's; without either
+ * every test is skipped, with the reason printed in the summary.
  */
 describe('Temporal engine, live: the API and workers against a real Temporal server', function () {
   this.timeout(120_000);
   const log = pino({ level: process.env.TEST_LOG_LEVEL || 'silent' });
-  let testEnv: TestWorkflowEnvironment | undefined;
   let service: Service;
   let worker: RunningTemporalWorker;
   let workerOrm: Orm;
@@ -42,13 +39,7 @@ describe('Temporal engine, live: the API and workers against a real Temporal ser
   let temporal: TemporalConfig;
 
   before(async function () {
-    let address = process.env.TEMPORAL_ADDRESS;
-    if (!address && process.env.TEMPORAL_TEST_SERVER === 'download') {
-      installTemporalRuntime(log);
-      testEnv = await TestWorkflowEnvironment.createLocal();
-      address = testEnv.address;
-    }
-    if (!address) skipBecause(this, 'no Temporal server: set TEMPORAL_ADDRESS=host:port or TEMPORAL_TEST_SERVER=download');
+    const { address } = await liveTemporal(this);
     installTemporalRuntime(log);
     sink = new SmtpSink();
     const smtpUrl = await sink.start();
@@ -57,7 +48,7 @@ describe('Temporal engine, live: the API and workers against a real Temporal ser
     const queue = `svc-mail-test-${Date.now()}`;
     temporal = readConfig({
       ENGINE: 'temporal',
-      TEMPORAL_ADDRESS: address!,
+      TEMPORAL_ADDRESS: address,
       TEMPORAL_NAMESPACE: process.env.TEMPORAL_NAMESPACE ?? 'default',
       TEMPORAL_TASK_QUEUE: queue,
       CONFIRMATION_WINDOW_HOURS: '1',
@@ -94,7 +85,6 @@ describe('Temporal engine, live: the API and workers against a real Temporal ser
     await workerOrm?.close();
     await service?.stop();
     await sink?.stop();
-    await testEnv?.teardown();
   });
 
   const send = async (extra: object = {}, as: 'send' | 'test' = 'send') => {
