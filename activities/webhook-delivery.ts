@@ -34,11 +34,15 @@ export function createWebhookDeliveryActivities(deps: WebhookDeliveryDeps): Acti
     run: number,
     retryInMs: number | null,
     firstOnly: boolean,
+    atMs: number | undefined,
   ): Promise<AttemptResult | 'skipped'> {
     const row = await loadWebhookAttempt(orm, deliveryId);
     if (!row || row.run !== run || row.status !== 'pending') return { outcome: 'stopped' };
     if (firstOnly && row.run_attempts > 0) return 'skipped';
-    const base = { deliveryId, run, gone: false, statusCode: null, response: null, handBack: firstOnly };
+    // The workflow's time when it sent one (Temporal): the schedule and the failure streak follow
+    // the clock the workflow waits on, not this worker's (they differ under a time-skipping server).
+    const at = atMs === undefined ? null : new Date(atMs);
+    const base = { deliveryId, run, gone: false, statusCode: null, response: null, handBack: firstOnly, at };
     if (!row.enabled) {
       // Disabled since the event: nothing is sent; `recover` re-queues it after re-enabling.
       const rec = await recordWebhookAttempt(orm, {
@@ -77,18 +81,18 @@ export function createWebhookDeliveryActivities(deps: WebhookDeliveryDeps): Acti
   }
 
   return {
-    async attemptWebhookDelivery({ deliveryId, run, retryInMs }): Promise<AttemptResult> {
-      const result = await attempt(deliveryId, run, retryInMs, false);
+    async attemptWebhookDelivery({ deliveryId, run, retryInMs, atMs }): Promise<AttemptResult> {
+      const result = await attempt(deliveryId, run, retryInMs, false, atMs);
       return result === 'skipped' ? { outcome: 'stopped' } : result;
     },
 
-    async attemptWebhookBatch({ deliveries, retryInMs }): Promise<FirstAttemptsResult> {
+    async attemptWebhookBatch({ deliveries, retryInMs, atMs }): Promise<FirstAttemptsResult> {
       const tally: FirstAttemptsResult = { succeeded: 0, failed: 0, handedBack: 0, skipped: 0 };
       // All at once: the poster holds each endpoint to its concurrency, so a slow endpoint's
       // deliveries queue behind each other and never behind another endpoint's.
       await Promise.all(
         deliveries.map(async (d) => {
-          const r = await attempt(d.deliveryId, d.run, retryInMs, true);
+          const r = await attempt(d.deliveryId, d.run, retryInMs, true, atMs);
           if (r === 'skipped' || r.outcome === 'stopped') tally.skipped += 1;
           else if (r.outcome === 'succeeded') tally.succeeded += 1;
           else if (r.outcome === 'failed') tally.failed += 1;

@@ -1,4 +1,6 @@
 import { parseArgs } from 'node:util';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import pino from 'pino';
 import { linkBaseUrl, readConfig, temporalSettings, verificationTiming, webhookHttpOptions } from '../server/config';
@@ -24,10 +26,13 @@ import { OperatorError, setPlan, setWarmupStage } from '../core/limits/operator'
 import { organizationLimit, stageLimit } from '../core/limits/caps';
 import { installTemporalRuntime } from '../worker/temporal-runtime';
 import { startTemporalEngine } from '../worker/temporal-engine';
+import { devServerArgs, temporalToolPath } from '../tools/temporal-tools';
 
 const USAGE = `usage:
   svc start                                   run the API, the embedded engine and (without SMTP_URL) the dev inbox
   svc worker                                  run Temporal workers (ENGINE=temporal; see docs/temporal.md)
+  svc temporal dev [--port 7233]              run Temporal's dev server (installed by npm run tools) with its Web UI,
+                                              on 127.0.0.1, its state in DATA_DIR/temporal.sqlite; npm run temporal
   svc migrate                                 apply the committed database migrations
   svc email close-unconfirmed EMAIL_ID        close a sent message whose delivery event will never come
   svc email unconfirmed --older-than DURATION [--close] [--org ORG_ID]
@@ -212,6 +217,37 @@ async function worker(): Promise<void> {
   });
 }
 
+/**
+ * `svc temporal dev`: the dev server `npm run tools` built, on loopback, keeping its histories in
+ * DATA_DIR, so `ENGINE=temporal npm start` and `npm run worker` work on one machine.
+ */
+async function temporalDev(portFlag: string | undefined): Promise<void> {
+  const cli = temporalToolPath('temporal');
+  if (!cli) throw new Error('the Temporal CLI is not installed: run `npm run tools` (it builds it with Go)');
+  const port = portFlag === undefined ? 7233 : Number(portFlag);
+  if (!Number.isInteger(port) || port < 1 || port > 64535)
+    throw new UsageError('--port must be a port number up to 64535 (the UI takes port + 1000)');
+  const config = readConfig();
+  fs.mkdirSync(config.dataDir, { recursive: true });
+  const dbFile = path.resolve(config.dataDir, 'temporal.sqlite');
+  const uiPort = port + 1000;
+  const child = spawn(cli, devServerArgs({ port, uiPort, dbFile }), { stdio: ['ignore', 'inherit', 'inherit'] });
+  process.stdout.write(
+    [
+      `Temporal dev server (state in ${dbFile})`,
+      `  Frontend       127.0.0.1:${port}`,
+      `  Web UI         http://127.0.0.1:${uiPort}`,
+      `Then, in other terminals:`,
+      `  ENGINE=temporal TEMPORAL_ADDRESS=127.0.0.1:${port} npm start`,
+      `  ENGINE=temporal TEMPORAL_ADDRESS=127.0.0.1:${port} npm run worker`,
+      '',
+    ].join('\n'),
+  );
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => child.kill(sig));
+  const code = await new Promise<number>((resolve) => child.on('exit', (c, signal) => resolve(c ?? (signal ? 0 : 1))));
+  process.exit(code);
+}
+
 /** Operator close of a `sent` message: the database decides, then a waiting workflow is told. */
 async function closeUnconfirmedCommand(emailId: string, out: (v: unknown) => void): Promise<void> {
   if (!isUuid(emailId)) throw new UsageError('EMAIL_ID must be an email id');
@@ -301,6 +337,7 @@ async function main(argv: string[]): Promise<void> {
       close: { type: 'boolean' },
       stage: { type: 'string' },
       off: { type: 'boolean' },
+      port: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -351,6 +388,8 @@ async function main(argv: string[]): Promise<void> {
     case 'worker':
       await worker();
       return;
+    case 'temporal dev':
+      return temporalDev(values.port);
     case 'migrate':
       return withDb(async () => out({ migrated: true }));
     case 'org create': {

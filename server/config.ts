@@ -215,7 +215,8 @@ function readTemporalConfig(env: NodeJS.ProcessEnv): TemporalConfig {
   const loaded = loadClientConnectConfig({ overrideEnvVars: env as Record<string, string> });
   const taskQueue = env.TEMPORAL_TASK_QUEUE || 'svc-mail';
   return {
-    connection: { ...loaded.connectionOptions, address: loaded.connectionOptions.address || 'localhost:7233' },
+    // 127.0.0.1, not localhost: `svc temporal dev` listens on IPv4 loopback only, and localhost may resolve to ::1 first.
+    connection: { ...loaded.connectionOptions, address: loaded.connectionOptions.address || '127.0.0.1:7233' },
     namespace: loaded.namespace || 'default',
     taskQueue,
     deliveryTaskQueue: env.TEMPORAL_DELIVERY_TASK_QUEUE || `${taskQueue}-delivery`,

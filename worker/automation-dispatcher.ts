@@ -57,8 +57,13 @@ export class AutomationDispatcher {
         while (next < due.length) {
           const run = due[next++];
           try {
-            await this.engine.start(automationRun, automationRunWorkflowId(run.id, run.segment), { runId: run.id, segment: run.segment });
-            started.push(run);
+            await this.engine.start(
+              automationRun,
+              automationRunWorkflowId(run.id, run.segment),
+              { runId: run.id, segment: run.segment },
+              { labels: { organizations: [run.organization_id] } },
+            );
+            started.push({ id: run.id, segment: run.segment });
           } catch (err) {
             this.log.error({ err, runId: run.id }, 'could not start an automation run; retried on the next pass');
           }

@@ -35,10 +35,12 @@ export class BroadcastDispatcher {
     let started = 0;
     for (const b of due) {
       try {
-        await this.engine.start(broadcastFanOut, broadcastWorkflowId(b.id), {
-          broadcastId: b.id,
-          scheduledAtMs: b.scheduled_at ? new Date(b.scheduled_at).getTime() : null,
-        });
+        await this.engine.start(
+          broadcastFanOut,
+          broadcastWorkflowId(b.id),
+          { broadcastId: b.id, scheduledAtMs: b.scheduled_at ? new Date(b.scheduled_at).getTime() : null },
+          { labels: { organizations: [b.organization_id] } },
+        );
         await markBroadcastStarted(this.orm, b.id, new Date());
         started++;
       } catch (err) {

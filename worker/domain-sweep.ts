@@ -13,13 +13,15 @@ type VerificationTiming = Omit<DomainVerificationInput, 'domainId'>;
  */
 export function startVerificationLoop(
   engine: Engine,
-  domain: Pick<Domain, 'id' | 'verificationGeneration'>,
+  domain: Pick<Domain, 'id' | 'verificationGeneration' | 'organizationId'>,
   timing: VerificationTiming,
 ): Promise<void> {
-  return engine.start(domainVerification, verificationWorkflowId(domain.id, domain.verificationGeneration), {
-    domainId: domain.id,
-    ...timing,
-  });
+  return engine.start(
+    domainVerification,
+    verificationWorkflowId(domain.id, domain.verificationGeneration),
+    { domainId: domain.id, ...timing },
+    { labels: { organizations: [domain.organizationId] } },
+  );
 }
 
 /**
@@ -52,7 +54,7 @@ export class DomainVerificationSweep {
       .find(
         Domain,
         { status: 'pending', deletedAt: null, verifyingUntil: { $gt: new Date() } },
-        { fields: ['id', 'verificationGeneration'], orderBy: { createdAt: 'asc' } },
+        { fields: ['id', 'verificationGeneration', 'organizationId'], orderBy: { createdAt: 'asc' } },
       );
     const started: string[] = [];
     for (const d of pending) {

@@ -9,7 +9,7 @@ import { sendEmail, type SendEmailInput } from '../workflows/send-email';
 import { sendBatch, type SendBatchInput } from '../workflows/send-batch';
 import type { QueueName } from '../workflows/definition';
 import { sendRateRoom, takeSendRate } from '../db/sql/send-rate';
-import type { Engine } from './engine';
+import type { Engine, RunLabels, StartOptions } from './engine';
 import { Poller } from './poller';
 import type { SendCaps } from './send-caps';
 
@@ -258,7 +258,14 @@ export class Outbox {
    */
   private async startRun(rows: OutboxRow[]): Promise<void> {
     const { mode, stream } = rows[0];
-    const opts = { queue: QUEUE_OF[mode], stream };
+    // What an operator filters runs by (Temporal search attributes): every row of a run is of one lane.
+    const labels: RunLabels = {
+      organizations: rows.map((r) => r.organization_id),
+      mode,
+      stream,
+      kinds: rows.map((r) => r.kind).filter((k): k is string => !!k),
+    };
+    const opts: StartOptions = { queue: QUEUE_OF[mode], stream, labels };
     const window = this.opts.confirmationWindowMs ?? 0;
     if (window > 0) {
       const input: SendEmailInput = { emailId: rows[0].id, confirmationWindowMs: window };

@@ -18,9 +18,28 @@ export const SEARCH_ATTRIBUTES = {
   kind: defineSearchAttributeKey('SvcKind', SearchAttributeType.KEYWORD_LIST),
 };
 
+/**
+ * The most bytes one list attribute's value may take, encoded (JSON). The server refuses a start
+ * whose value is larger than `limit.searchAttributesSizeOfValue` (2 KB by default): about 50
+ * organization ids. A batch run of many organizations is labelled with the first ones that fit,
+ * rather than not started at all.
+ */
+export const MAX_LIST_BYTES = 2000;
+
+function fitted(values: string[]): string[] {
+  const kept: string[] = [];
+  let bytes = 2; // []
+  for (const v of values) {
+    bytes += Buffer.byteLength(JSON.stringify(v)) + (kept.length ? 1 : 0);
+    if (bytes > MAX_LIST_BYTES) break;
+    kept.push(v);
+  }
+  return kept;
+}
+
 export function searchAttributePairs(labels: RunLabels): SearchAttributePair[] {
   const pairs: SearchAttributePair[] = [];
-  const uniq = (v: (string | null | undefined)[]) => [...new Set(v.filter((s): s is string => !!s))];
+  const uniq = (v: (string | null | undefined)[]) => fitted([...new Set(v.filter((s): s is string => !!s))]);
   const orgs = uniq(labels.organizations ?? []);
   const kinds = uniq(labels.kinds ?? []);
   if (orgs.length) pairs.push({ key: SEARCH_ATTRIBUTES.organization, value: orgs });

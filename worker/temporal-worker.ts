@@ -1,4 +1,6 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
+import { Context } from '@temporalio/activity';
+import { HEARTBEAT_TIMEOUT_SECONDS } from '../workflows/temporal/binding';
 import type { Activities } from '../activities';
 import type { TemporalSettings } from './temporal-engine';
 import type { Logger } from 'pino';
@@ -36,14 +38,14 @@ export async function runTemporalWorker(opts: TemporalWorkerOptions): Promise<Ru
     namespace: settings.namespace,
     taskQueue: settings.taskQueue,
     workflowsPath: require.resolve('../workflows/temporal'),
-    activities,
+    activities: heartbeating(activities),
     maxConcurrentActivityTaskExecutions: opts.concurrency,
   });
   const delivery = await Worker.create({
     connection,
     namespace: settings.namespace,
     taskQueue: settings.deliveryTaskQueue,
-    activities: transportActivities(activities),
+    activities: heartbeating(transportActivities(activities)),
     maxTaskQueueActivitiesPerSecond: opts.sendRatePerSecond,
     maxConcurrentActivityTaskExecutions: opts.concurrency,
   });
@@ -78,4 +80,27 @@ export function transportActivities(activities: Activities): Partial<Activities>
       .map(([name]) => name),
   );
   return Object.fromEntries(names.map((n) => [n, activities[n as keyof Activities]]));
+}
+
+/**
+ * Each activity heartbeats while it runs, so the server tells a live worker's long delivery pass
+ * from a dead worker's (heartbeatTimeout in workflows/temporal/binding.ts). The activities stay
+ * engine-free: the beat is the worker's, not theirs, and says only "still running".
+ */
+export function heartbeating<T extends object>(activities: T): T {
+  const everyMs = (HEARTBEAT_TIMEOUT_SECONDS * 1000) / 3;
+  return Object.fromEntries(
+    Object.entries(activities).map(([name, fn]) => [
+      name,
+      async (...args: unknown[]) => {
+        const ctx = Context.current();
+        const timer = setInterval(() => ctx.heartbeat(), everyMs);
+        try {
+          return await (fn as (...a: unknown[]) => Promise<unknown>)(...args);
+        } finally {
+          clearInterval(timer);
+        }
+      },
+    ]),
+  ) as T;
 }

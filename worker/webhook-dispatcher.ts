@@ -84,7 +84,9 @@ export class WebhookDispatcher {
         ...(d.next_attempt_ms !== null ? { nextAttemptAtMs: d.next_attempt_ms } : {}),
       };
       try {
-        await this.engine.start(webhookDelivery, webhookDeliveryWorkflowId(d.id, d.run), input);
+        await this.engine.start(webhookDelivery, webhookDeliveryWorkflowId(d.id, d.run), input, {
+          labels: { organizations: [d.organization_id] },
+        });
       } catch (err) {
         failed.push(d.id);
         this.log.error({ err, deliveryId: d.id }, 'could not start WebhookDelivery; retried on the next pass');
@@ -96,7 +98,9 @@ export class WebhookDispatcher {
           const input: WebhookFirstAttemptsInput = { deliveries: first.map((d) => ({ deliveryId: d.id, run: d.run })) };
           try {
             // A fresh id per batch: a delivery claimed again (after a crash) is in a new batch, never a no-op start.
-            await this.engine.start(webhookFirstAttempts, `webhook-first:${uuidv7()}`, input);
+            await this.engine.start(webhookFirstAttempts, `webhook-first:${uuidv7()}`, input, {
+              labels: { organizations: first.map((d) => d.organization_id) },
+            });
           } catch (err) {
             failed.push(...first.map((d) => d.id));
             this.log.error({ err, deliveries: first.length }, 'could not start WebhookFirstAttempts; retried on the next pass');

@@ -6,6 +6,17 @@
 export interface WorkflowContext<A> {
   /** Deterministic current time in epoch milliseconds (recorded on first run, replayed after). */
   now(): Promise<number>;
+  /**
+   * The workflow's time, for an activity's input where what the activity records or decides must
+   * follow the workflow's clock, not the worker's: Temporal's time-skipping test server moves
+   * workflow time days ahead of the wall clock, and a wait computed from the activity's own clock
+   * would collapse. Not recorded and not a command, so a body may add a call without changing
+   * the history or the step records of runs already in flight (on DBOS, now() is a durable step:
+   * one more would shift the steps of a run recovered after an upgrade). Absent on DBOS, whose
+   * workflow time is the wall clock anyway, and in in-memory test contexts: the activity then
+   * reads its own clock, as before. A body must never branch on it.
+   */
+  activityTime?(): number;
   /** Durable timer. */
   sleepUntil(epochMs: number): Promise<void>;
   /** Waits for a named signal until a deadline; true when the signal arrived first. */

@@ -39,6 +39,13 @@ export interface AttemptRequest {
   run: number;
   /** How long to wait before the next attempt if this one fails; null: this is the last attempt. */
   retryInMs: number | null;
+  /**
+   * The workflow's time at this attempt (ctx.activityTime): the next attempt is due `retryInMs`
+   * after it, and the endpoint's 5 days of failures are reckoned in it, so the schedule the
+   * workflow waits out is the workflow's own (under a time-skipping test server too). Absent
+   * (embedded engine, histories from before it): the database's now(), as before.
+   */
+  atMs?: number;
 }
 
 export type AttemptResult =
@@ -80,7 +87,13 @@ export async function webhookDeliveryWorkflow(
   if (first > 0 && input.nextAttemptAtMs !== undefined) await ctx.waitForSignal(WAKE_SIGNAL, input.nextAttemptAtMs);
   for (let attempt = first; ; attempt++) {
     const retryInMs = WEBHOOK_RETRY_DELAYS_MS[attempt] ?? null;
-    const result = await ctx.activities.attemptWebhookDelivery({ deliveryId: input.deliveryId, run: input.run, retryInMs });
+    const at = ctx.activityTime?.();
+    const result = await ctx.activities.attemptWebhookDelivery({
+      deliveryId: input.deliveryId,
+      run: input.run,
+      retryInMs,
+      ...(at !== undefined ? { atMs: at } : {}),
+    });
     if (result.outcome !== 'retry') return { status: result.outcome, attempts: attempt + 1 };
     // A newer run wakes this one early; its next attempt then stops.
     await ctx.waitForSignal(WAKE_SIGNAL, result.nextAttemptAtMs);

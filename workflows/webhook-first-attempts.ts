@@ -19,6 +19,8 @@ export interface FirstAttemptsRequest {
   deliveries: BatchedDelivery[];
   /** The wait before a failed delivery's second attempt (recorded as its next_attempt_at). */
   retryInMs: number;
+  /** The workflow's time (ctx.activityTime), as AttemptRequest.atMs; absent: the database's now(). */
+  atMs?: number;
 }
 
 /** How the batch went; a failed first attempt is handed back to the dispatcher, not retried here. */
@@ -54,7 +56,12 @@ export async function webhookFirstAttemptsWorkflow(
   ctx: WorkflowContext<WebhookFirstAttemptsActivities>,
   input: WebhookFirstAttemptsInput,
 ): Promise<FirstAttemptsResult> {
-  return ctx.activities.attemptWebhookBatch({ deliveries: input.deliveries, retryInMs: WEBHOOK_RETRY_DELAYS_MS[0] });
+  const at = ctx.activityTime?.();
+  return ctx.activities.attemptWebhookBatch({
+    deliveries: input.deliveries,
+    retryInMs: WEBHOOK_RETRY_DELAYS_MS[0],
+    ...(at !== undefined ? { atMs: at } : {}),
+  });
 }
 
 export const webhookFirstAttempts = defineWorkflow({

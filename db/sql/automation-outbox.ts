@@ -55,9 +55,13 @@ export async function purgeConsumedTriggers(orm: Orm, before: Date): Promise<num
  * Runs to start now: committed and never started, or parked and due (oldest first), with the
  * segment each start is. The partial index holds exactly these rows.
  */
-export async function unstartedRuns(orm: Orm, limit: number, now: Date): Promise<{ id: string; segment: number }[]> {
+export async function unstartedRuns(
+  orm: Orm,
+  limit: number,
+  now: Date,
+): Promise<{ id: string; segment: number; organization_id: string }[]> {
   return orm.em.fork().execute(
-    `select id, segment from automation_runs
+    `select id, segment, organization_id from automation_runs
       where started_at is null and status in ('running', 'waiting') and coalesce(resume_at, created_at) <= ?
       order by coalesce(resume_at, created_at) limit ?`,
     [now, limit],

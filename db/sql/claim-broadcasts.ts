@@ -6,8 +6,13 @@ import type { Orm } from '../orm';
  * then marks it (markBroadcastStarted): a crash in between leaves the row to start again, and
  * starting a run that exists is a no-op, so nothing is lost and nothing runs twice.
  */
-export async function unstartedBroadcasts(orm: Orm, limit: number): Promise<{ id: string; scheduled_at: Date | null }[]> {
-  return orm.em.fork().execute('select id, scheduled_at from broadcasts where enqueued_at is null order by created_at limit ?', [limit]);
+export async function unstartedBroadcasts(
+  orm: Orm,
+  limit: number,
+): Promise<{ id: string; organization_id: string; scheduled_at: Date | null }[]> {
+  return orm.em
+    .fork()
+    .execute('select id, organization_id, scheduled_at from broadcasts where enqueued_at is null order by created_at limit ?', [limit]);
 }
 
 export async function markBroadcastStarted(orm: Orm, id: string, now: Date): Promise<void> {

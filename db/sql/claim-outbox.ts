@@ -9,6 +9,8 @@ export interface OutboxRow {
   status: string;
   organization_id: string;
   domain_id: string;
+  /** The message's kind (a label of its run: SvcKind in Temporal), if it has one. */
+  kind: string | null;
   /** The day whose allowances it already took (a pass that crashed after reserving). */
   reserved_on: string | null;
   plan: Plan;
@@ -35,7 +37,7 @@ with c as (
    limit ?
    for update skip locked
 )
-select e.id, e.mode, e.stream, e.status, e.organization_id, e.domain_id, e.reserved_on::text as reserved_on,
+select e.id, e.mode, e.stream, e.status, e.organization_id, e.domain_id, e.kind, e.reserved_on::text as reserved_on,
        o.plan, o.daily_send_cap, d.warmup_stage, d.warmup_checked_on::text as warmup_checked_on
   from c join emails e on e.id = c.id
   join organizations o on o.id = e.organization_id

@@ -8,6 +8,8 @@ export interface ClaimedDelivery {
   run_attempts: number;
   /** When its next attempt is due (epoch ms). */
   next_attempt_ms: number | null;
+  /** The endpoint's organization (a label of the run: SvcOrganization in Temporal). */
+  organization_id: string;
 }
 
 /** A run started this long ago whose attempt is this overdue was lost (a crash between claim and start). */
@@ -25,7 +27,7 @@ const LOST_AFTER = `interval '15 minutes'`;
  * once it is long overdue (starting a run that exists is a no-op, so this never runs one twice).
  */
 const CLAIM: PreparedStatement = {
-  name: 'claim_webhook_deliveries_v2',
+  name: 'claim_webhook_deliveries_v3',
   text: `
     with fresh as (
       select c.id
@@ -51,7 +53,7 @@ const CLAIM: PreparedStatement = {
     update webhook_deliveries d set enqueued_at = now()
       from (select id from fresh union select id from lost) c
      where d.id = c.id
-    returning d.id, d.run, d.run_attempts, (extract(epoch from d.next_attempt_at) * 1000)::float8 as next_attempt_ms`,
+    returning d.id, d.run, d.run_attempts, (extract(epoch from d.next_attempt_at) * 1000)::float8 as next_attempt_ms, d.organization_id`,
 };
 
 export function claimWebhookDeliveries(orm: Orm, window: number, limit: number): Promise<ClaimedDelivery[]> {

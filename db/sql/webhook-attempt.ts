@@ -52,6 +52,12 @@ export interface AttemptRecord {
    * dispatcher (enqueued_at cleared), which continues it as a WebhookDelivery run.
    */
   handBack?: boolean;
+  /**
+   * The workflow's time at the attempt (Temporal): next_attempt_at and the failure streak
+   * (failing_since, the 5 days) are reckoned from it, so they follow the clock the workflow waits
+   * on, which a time-skipping test server moves ahead of the database's. Absent: now().
+   */
+  at?: Date | null;
 }
 
 export interface RecordedAttempt {
@@ -72,7 +78,8 @@ export interface RecordedAttempt {
  * by every concurrent attempt, is not touched on the hot path.
  */
 const RECORD: PreparedStatement = {
-  name: 'record_webhook_attempt_v2',
+  // v3: $11, the workflow's time, stands in for now() where the schedule and the failure streak are reckoned.
+  name: 'record_webhook_attempt_v3',
   text: `
     with d as (
       update webhook_deliveries set
@@ -81,7 +88,8 @@ const RECORD: PreparedStatement = {
         enqueued_at = case when $10 and not ($4 or $9::int is null or $5) then null else enqueued_at end,
         status = case when $4 then 'succeeded' when $9::int is null or $5 then 'failed' else 'pending' end,
         last_status_code = $6, last_error = $7, last_response = $8,
-        next_attempt_at = case when $4 or $9::int is null or $5 then null else now() + make_interval(secs => $9::int / 1000.0) end,
+        next_attempt_at = case when $4 or $9::int is null or $5 then null
+                           else coalesce($11::timestamptz, now()) + make_interval(secs => $9::int / 1000.0) end,
         updated_at = now()
        where id = $1 and run = $2 and status = 'pending'
       returning endpoint_id, status, next_attempt_at, enqueued_at
@@ -89,11 +97,11 @@ const RECORD: PreparedStatement = {
       select w.id, w.organization_id, w.failing_since,
              case when not $3 or $4 or not w.enabled then null
                   when $5 then 'gone'
-                  when w.failing_since <= now() - interval '5 days' then 'failing' end as disabling
+                  when w.failing_since <= coalesce($11::timestamptz, now()) - interval '5 days' then 'failing' end as disabling
         from webhook_endpoints w join d on d.endpoint_id = w.id
     ), w as (
       update webhook_endpoints w set
-        failing_since = case when $4 then null else coalesce(w.failing_since, now()) end,
+        failing_since = case when $4 then null else coalesce(w.failing_since, $11::timestamptz, now()) end,
         enabled = w.enabled and c.disabling is null,
         disabled_reason = coalesce(c.disabling, w.disabled_reason),
         updated_at = case when c.disabling is not null then now() else w.updated_at end
@@ -125,6 +133,7 @@ export async function recordWebhookAttempt(orm: Orm, r: AttemptRecord): Promise<
     r.response,
     r.retryInMs,
     r.handBack ?? false,
+    r.at ?? null,
   ]);
   return row ?? null;
 }

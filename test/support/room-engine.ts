@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { KeyMode, Stream } from '../../db/entities';
-import type { Engine, StartOptions } from '../../worker/engine';
+import type { Engine, RunLabels, StartOptions } from '../../worker/engine';
 import type { QueueName, StartableDef } from '../../workflows/definition';
 import { SEND_EMAIL_WORKFLOW } from '../../workflows/send-email';
 import { SEND_BATCH_WORKFLOW, type SendBatchInput } from '../../workflows/send-batch';
@@ -17,6 +17,8 @@ export class RoomEngine implements Engine {
   rooms: Partial<Record<LaneKey, number>> | null = {};
   started: { emailId: string; mode: KeyMode; stream: Stream }[] = [];
   runs: string[][] = [];
+  /** Each run's labels (StartOptions.labels), in the order of `runs`. */
+  labels: (RunLabels | undefined)[] = [];
   async room(queue: QueueName, stream: Stream = 'transactional') {
     return this.rooms ? (this.rooms[`${MODE_OF[queue]}:${stream}`] ?? 0) : null;
   }
@@ -35,6 +37,7 @@ export class RoomEngine implements Engine {
     const stream = opts.stream ?? 'transactional';
     for (const emailId of ids) this.started.push({ emailId, mode, stream });
     this.runs.push(ids);
+    this.labels.push(opts.labels);
     if (this.rooms) this.rooms[`${mode}:${stream}`] = (this.rooms[`${mode}:${stream}`] ?? 0) - 1;
   }
   async signal() {}

@@ -72,6 +72,11 @@ export class SmtpSink {
   }
 
   async start(): Promise<string> {
+    // A client killed mid-transaction (the crash tests) resets its connection: that is the
+    // client's fault to recover from, not the sink's, so it must not end the test process.
+    this.server.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ECONNRESET' && err.code !== 'EPIPE') throw err;
+    });
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', () => resolve()));
     this.port = (this.server.server.address() as { port: number }).port;
     return `smtp://127.0.0.1:${this.port}`;

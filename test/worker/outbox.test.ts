@@ -19,6 +19,7 @@ describe('Outbox: it holds the backlog and starts workflows as the engine has ro
   let engine: RoomEngine;
   let outbox: Outbox;
   const keys: Record<KeyMode, string> = { live: '', test: '' };
+  let orgId: string;
 
   /** The outbox's clock, running from now: tests move it ahead to make scheduled mail due. */
   let clock: { aheadMs: number } & Clock;
@@ -27,6 +28,7 @@ describe('Outbox: it holds the backlog and starts workflows as the engine has ro
     orm = await openOrm(await newDatabase('svc_dispatch'));
     await migrate(orm);
     const org = await createOrganization(orm, 'Outbox');
+    orgId = org.id;
     await createDomain(orm, org.id, 'outbox.example.test', { verified: true });
     await createDomain(orm, org.id, 'bulk.outbox.example.test', { verified: true, stream: 'bulk' });
     for (const mode of ['live', 'test'] as const) {
@@ -48,7 +50,7 @@ describe('Outbox: it holds the backlog and starts workflows as the engine has ro
     outbox = new Outbox(orm, engine, pino({ level: 'silent' }), { clock, messagesPerRun: 1 });
   });
 
-  async function store(mode: KeyMode, n: number, extra: object = {}): Promise<string[]> {
+  async function store(mode: KeyMode, n: number, extra: object = {}, tokenHash = keys[mode]): Promise<string[]> {
     const ids: string[] = [];
     for (let i = 0; i < n; i++) {
       const prepared = prepareEmail(
@@ -57,7 +59,7 @@ describe('Outbox: it holds the backlog and starts workflows as the engine has ro
       );
       const [r] = await acceptEmails(
         { orm, dispatch: () => undefined, store: new GroupStore(orm, pino({ level: 'silent' })) },
-        { tokenHash: keys[mode] },
+        { tokenHash },
         [prepared],
         { cost: 1 },
       );
@@ -164,6 +166,26 @@ describe('Outbox: it holds the backlog and starts workflows as the engine has ro
     assert.deepEqual(engine.runs.flat(), ids.slice(0, 2 * MESSAGES_PER_RUN), 'oldest first, each once');
     assert.equal(pass.full, true);
     assert.deepEqual(await unstarted(), ids.slice(2 * MESSAGES_PER_RUN));
+  });
+
+  it('labels each run with its organizations, mode, stream and kinds (Temporal search attributes)', async () => {
+    const other = await createOrganization(orm, 'Outbox labels');
+    await createDomain(orm, other.id, 'labels.outbox.example.test', { verified: true });
+    const otherKey = hashToken((await createKey(orm, other.id, { name: 'live', permission: 'send', mode: 'live', rateLimit: 1000 })).token);
+    const mine = (await store('live', 2, { kind: 'receipt' })).concat(await store('live', 1));
+    const theirs = await store('live', 1, { from: 'app@labels.outbox.example.test', kind: 'alert' }, otherKey);
+    const test = await store('test', 1, { kind: 'receipt' });
+    engine.rooms = null;
+    outbox = new Outbox(orm, engine, pino({ level: 'silent' }), { clock });
+    await outbox.runOnce();
+    const labelsOf = (id: string) => engine.labels[engine.runs.findIndex((r) => r.includes(id))]!;
+    const live = labelsOf(mine[0]);
+    assert.deepEqual(engine.runs[engine.labels.indexOf(live)], [...mine, ...theirs], 'one run of the live lane');
+    assert.deepEqual(new Set(live.organizations), new Set([orgId, other.id]));
+    assert.equal(live.mode, 'live');
+    assert.equal(live.stream, 'transactional');
+    assert.deepEqual(new Set(live.kinds), new Set(['receipt', 'alert']));
+    assert.deepEqual(labelsOf(test[0]), { organizations: [orgId], mode: 'test', stream: 'transactional', kinds: ['receipt'] });
   });
 
   it('takes live starts from the platform send rate in SQL: a window admits its share, the rest waits for the next', async () => {

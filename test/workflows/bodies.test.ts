@@ -331,13 +331,15 @@ describe('Workflow body: DomainVerification', () => {
 describe('Workflow body: WebhookDelivery', () => {
   function run(
     outcomes: ('fail' | 'succeeded' | 'stopped' | 'gone')[],
-    opts: { wakeAt?: number; input?: Partial<WebhookDeliveryInput> } = {},
+    opts: { wakeAt?: number; input?: Partial<WebhookDeliveryInput>; activityTime?: boolean } = {},
   ) {
     let clock = 0;
     const waits: number[] = [];
     const asked: (number | null)[] = [];
+    const stamps: (number | undefined)[] = [];
     const ctx: WorkflowContext<WebhookDeliveryActivities> = {
       now: async () => clock,
+      ...(opts.activityTime ? { activityTime: () => clock } : {}),
       sleepUntil: async () => assert.fail('waits must be cancelable by the wake signal'),
       waitForSignal: async (name, deadline) => {
         assert.equal(name, WAKE_SIGNAL);
@@ -348,8 +350,9 @@ describe('Workflow body: WebhookDelivery', () => {
       },
       activities: {
         // The activity decides the outcome and records next_attempt_at = now + retryInMs.
-        attemptWebhookDelivery: async ({ retryInMs }) => {
+        attemptWebhookDelivery: async ({ retryInMs, atMs }) => {
           asked.push(retryInMs);
+          stamps.push(atMs);
           const o = outcomes.shift() ?? 'fail';
           if (o === 'fail') return retryInMs === null ? { outcome: 'failed' } : { outcome: 'retry', nextAttemptAtMs: clock + retryInMs };
           if (o === 'gone') return { outcome: 'failed' };
@@ -357,7 +360,7 @@ describe('Workflow body: WebhookDelivery', () => {
         },
       },
     };
-    return { result: webhookDeliveryWorkflow(ctx, { deliveryId: 'd1', run: 1, ...opts.input }), waits, asked };
+    return { result: webhookDeliveryWorkflow(ctx, { deliveryId: 'd1', run: 1, ...opts.input }), waits, asked, stamps };
   }
 
   it('follows the schedule 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, then fails after the eighth attempt', async () => {
@@ -384,6 +387,20 @@ describe('Workflow body: WebhookDelivery', () => {
     assert.deepEqual(r.waits, [4_000, 300_000]);
     assert.deepEqual(r.asked, WEBHOOK_RETRY_DELAYS_MS.slice(1, 3));
   });
+
+  it("gives each attempt the workflow's time where the engine has one (Temporal), and none on the embedded engine", async () => {
+    // The activity reckons next_attempt_at and the endpoint's 5 days from it, so both follow the
+    // clock the workflow waits on (days ahead of the wall clock under a time-skipping server).
+    const stamped = run([], { activityTime: true });
+    await stamped.result;
+    const attemptsAt = Array.from({ length: WEBHOOK_RETRY_DELAYS_MS.length + 1 }, (_, i) =>
+      WEBHOOK_RETRY_DELAYS_MS.slice(0, i).reduce((a, b) => a + b, 0),
+    );
+    assert.deepEqual(stamped.stamps, attemptsAt);
+    const plain = run(['fail', 'succeeded']);
+    await plain.result;
+    assert.deepEqual(plain.stamps, [undefined, undefined], 'without it the activity reads the database clock');
+  });
 });
 
 describe('Workflow body: WebhookFirstAttempts', () => {
@@ -403,6 +420,9 @@ describe('Workflow body: WebhookFirstAttempts', () => {
     const deliveries = [1, 2, 3].map((i) => ({ deliveryId: `d${i}`, run: 1 }));
     assert.deepEqual(await webhookFirstAttemptsWorkflow(ctx, { deliveries }), { succeeded: 2, failed: 0, handedBack: 1, skipped: 0 });
     assert.deepEqual(calls, [{ deliveries, retryInMs: WEBHOOK_RETRY_DELAYS_MS[0] }]);
+    // On Temporal the workflow's time goes with it: the hand-back's next_attempt_at is reckoned from it.
+    await webhookFirstAttemptsWorkflow({ ...ctx, activityTime: () => 42 }, { deliveries });
+    assert.deepEqual(calls[1], { deliveries, retryInMs: WEBHOOK_RETRY_DELAYS_MS[0], atMs: 42 });
   });
 });
 

@@ -16,11 +16,18 @@ export interface TemporalBinding {
   deliveryTaskQueue?: string;
 }
 
+/** How long a running activity may go without its worker's heartbeat; workers beat every third of it. */
+export const HEARTBEAT_TIMEOUT_SECONDS = 15;
+
 export function activityOptions(kind: RetryClass, binding: TemporalBinding): ActivityOptions {
   const p = retryPolicy(kind, binding.transportRetryBaseSeconds ?? 30);
   return {
     // One SMTP transaction with a large message, or one database statement batch.
     startToCloseTimeout: kind === 'transport' ? '10 minutes' : '1 minute',
+    // Workers heartbeat every running activity (worker/temporal-worker.ts): a worker killed
+    // mid-activity is noticed after this, not after the whole start-to-close timeout, and the
+    // attempt goes to another worker (or the same one restarted).
+    heartbeatTimeout: `${HEARTBEAT_TIMEOUT_SECONDS} seconds`,
     ...(kind === 'transport' && binding.deliveryTaskQueue ? { taskQueue: binding.deliveryTaskQueue } : {}),
     retry: {
       maximumAttempts: p.maxAttempts,
@@ -60,6 +67,8 @@ export function temporalContext<A extends object>(
   return {
     // Date.now() inside a Temporal workflow is the deterministic workflow-task time.
     now: async () => Date.now(),
+    // The same time, synchronously: reading it records nothing, so histories stay as they were.
+    activityTime: () => Date.now(),
     sleepUntil: async (epochMs) => {
       const ms = epochMs - Date.now();
       if (ms > 0) await sleep(ms);
