@@ -16,6 +16,7 @@ import type { SendEmailActivities, DeliverResult } from '../workflows/send-email
 import type { SendBatchActivities, Unsent } from '../workflows/send-batch';
 import { describeFailure } from '../workflows/context';
 import { claimForDelivery } from '../db/sql/claim-delivery';
+import { handBackScheduled } from '../db/sql/scheduled-timers';
 import type { Clock } from '../core/clock';
 import type { Secrets } from '../core/secrets';
 import type { ReturnPaths } from '../core/bounces/verp';
@@ -410,6 +411,12 @@ export function createSendEmailActivities(deps: SendEmailDeps): SendEmailActivit
       const email = await em.findOne(Email, { id: emailId }, { fields: ['status', 'scheduledAt'] });
       if (!email) throw new PermanentFailure(`email ${emailId} does not exist`);
       return { status: email.status, scheduledAtMs: email.scheduledAt ? email.scheduledAt.getTime() : null };
+    },
+
+    async handBack(emailId) {
+      const status = await handBackScheduled(orm.em.fork(), emailId);
+      if (status === null) throw new PermanentFailure(`email ${emailId} does not exist`);
+      return { status };
     },
 
     async claimForDelivery(emailId) {

@@ -91,6 +91,8 @@ export interface SmtpRelayConfig {
 export interface TemporalConfig extends Omit<TemporalSettings, 'retryBaseSeconds'> {
   /** CONFIRMATION_WINDOW_HOURS: how long a `sent` message's workflow waits for a delivery event or an operator's close (default 72). */
   confirmationWindowMs: number;
+  /** TEMPORAL_SCHEDULE_LEAD_SECONDS: mail scheduled further ahead gets its SendEmail run at once, on a durable timer (default 60). */
+  scheduleLeadMs: number;
 }
 
 function int(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
@@ -206,7 +208,7 @@ function workerId(raw: string | undefined): string | undefined {
 /** The Temporal settings of a configuration read with ENGINE=temporal. */
 export function temporalSettings(config: Config): TemporalSettings {
   if (!config.temporal) throw new Error('ENGINE=temporal is required for this');
-  const { confirmationWindowMs: _window, ...settings } = config.temporal;
+  const { confirmationWindowMs: _window, scheduleLeadMs: _lead, ...settings } = config.temporal;
   return { ...settings, retryBaseSeconds: config.retryBaseSeconds };
 }
 
@@ -221,6 +223,7 @@ function readTemporalConfig(env: NodeJS.ProcessEnv): TemporalConfig {
     taskQueue,
     deliveryTaskQueue: env.TEMPORAL_DELIVERY_TASK_QUEUE || `${taskQueue}-delivery`,
     confirmationWindowMs: int('CONFIRMATION_WINDOW_HOURS', 72, env) * 3_600_000,
+    scheduleLeadMs: int('TEMPORAL_SCHEDULE_LEAD_SECONDS', 60, env) * 1000,
   };
 }
 

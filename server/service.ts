@@ -178,6 +178,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   });
   outbox = new Outbox(workerOrm, engine, log.child({ component: 'outbox' }), {
     confirmationWindowMs: config.temporal?.confirmationWindowMs ?? 0,
+    scheduleLeadMs: config.temporal?.scheduleLeadMs,
     caps,
     clock,
     sendRatePerSecond: config.sendRatePerSecond,

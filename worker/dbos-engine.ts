@@ -116,9 +116,16 @@ export async function startDbosEngine(opts: DbosEngineOptions): Promise<Engine> 
   const highWater = opts.workerConcurrency * 4;
   let running = true;
   log.info({ executorId: opts.executorId }, 'embedded workflow engine (DBOS) launched');
-  return {
+  const engine: Engine = {
     name: 'embedded',
+    waitsScheduled: false,
     async start(def, workflowId, input, startOpts = {}) {
+      if (startOpts.signal) {
+        const { signal, ...rest } = startOpts;
+        await engine.start(def, workflowId, input, rest);
+        await engine.signal(workflowId, signal);
+        return;
+      }
       const run = registered.get(def.name);
       if (!run) throw new Error(`workflow ${def.name} is not listed in workflows/index.ts`);
       const queueName = startOpts.queue ?? def.queue;
@@ -161,4 +168,5 @@ export async function startDbosEngine(opts: DbosEngineOptions): Promise<Engine> 
       await DBOS.shutdown({ workflowCompletionTimeoutMS: 5000 });
     },
   };
+  return engine;
 }

@@ -9,6 +9,12 @@ export interface StartOptions {
    * same queue, so the platform's one send rate serves transactional mail first.
    */
   stream?: Stream;
+  /**
+   * A signal delivered with the start: to the run already there under this id, or to the new
+   * one (Temporal: signal-with-start, one call). The outbox admits a handed-back scheduled
+   * message this way.
+   */
+  signal?: string;
   /** What an operator filters runs by (Temporal search attributes; the embedded engine ignores them). */
   labels?: RunLabels;
 }
@@ -27,6 +33,13 @@ export interface RunLabels {
  */
 export interface Engine {
   readonly name: string;
+  /**
+   * Whether scheduled mail gets its run at acceptance, waiting on the engine's durable timer
+   * (Temporal: timers are cheap server state an operator can see), or waits as a row in the
+   * outbox until due (embedded: a DBOS run waiting for days is held in memory and recovered at
+   * every start, so the outbox's due-time index is the timer).
+   */
+  readonly waitsScheduled: boolean;
   /** Starts a run of `def` under `workflowId`; starting an id that ran or runs is a no-op. */
   start<I>(def: StartableDef<I>, workflowId: string, input: I, opts?: StartOptions): Promise<void>;
   /**

@@ -5,7 +5,8 @@ import { claimOutbox, markEnqueued, outboxHasDue, type OutboxRow } from '../db/s
 import type { Clock } from '../core/clock';
 import { systemClock } from '../core/clock';
 import { createHash } from 'node:crypto';
-import { sendEmail, type SendEmailInput } from '../workflows/send-email';
+import { ADMITTED_SIGNAL, sendEmail, type SendEmailInput } from '../workflows/send-email';
+import { claimScheduled } from '../db/sql/scheduled-timers';
 import { sendBatch, type SendBatchInput } from '../workflows/send-batch';
 import type { QueueName } from '../workflows/definition';
 import { sendRateRoom, takeSendRate } from '../db/sql/send-rate';
@@ -81,7 +82,21 @@ export interface OutboxOptions {
   retryBaseSeconds?: number;
   /** Messages per SendBatch run (default MESSAGES_PER_RUN); tests of lanes and rooms count one per run. */
   messagesPerRun?: number;
+  /**
+   * On an engine that waits on scheduled mail (Engine.waitsScheduled): mail scheduled further
+   * ahead than this gets its SendEmail run at once, waiting on the engine's durable timer; nearer
+   * mail waits here. Default SCHEDULE_LEAD_MS.
+   */
+  scheduleLeadMs?: number;
 }
+
+/**
+ * Default lead of a scheduled message's timer run. Also the clock skew between the engine's
+ * server and this process that a handed-back message tolerates: one the outbox saw as still
+ * ahead would get a timer run again, which joins the waiting run and is handed back at its
+ * hourly check.
+ */
+export const SCHEDULE_LEAD_MS = 60_000;
 
 /**
  * The outbox: the API's statement stores a message with enqueued_at null and returns; this
@@ -91,8 +106,10 @@ export interface OutboxOptions {
  *
  * Dispatch is where the daily caps apply: each claimed live message is reserved against the
  * day's allowances in the same transaction (worker/send-caps.ts); one that does not fit is
- * parked in its row and started only when the release step wakes it. Scheduled mail waits
- * here until it is due (no engine timer), so it is reserved on the day it goes out.
+ * parked in its row and started only when the release step wakes it. Scheduled mail is reserved
+ * on the day it goes out too: on the embedded engine it waits here until due; on Temporal
+ * (Engine.waitsScheduled) its SendEmail run starts at once and waits on a durable timer, then
+ * hands the message back here (`handBack`), and is admitted by a signal with its start.
  *
  * Backpressure: each lane is started only while the engine has room for it (`Engine.room`),
  * oldest due first; the backlog past that waits here and costs nothing until its turn. Live mail
@@ -106,6 +123,8 @@ export interface OutboxOptions {
 export class Outbox {
   private readonly poller: Poller;
   private readonly clock: Clock;
+  /** When the last pass looked for scheduled mail to start timers for (epoch ms). */
+  private timersAt = 0;
 
   constructor(
     private readonly orm: Orm,
@@ -178,7 +197,53 @@ export class Outbox {
       }
       if (examined >= PASS) pass.more = true;
     }
+    // Mail a minute or more ahead need not leave within milliseconds: once a second is plenty,
+    // and kicks under load (many passes a second) pay nothing for it.
+    if (this.engine.waitsScheduled && now.getTime() - this.timersAt >= SAFETY_POLL_MS) {
+      this.timersAt = now.getTime();
+      if (await this.startTimers(now)) {
+        pass.more = true;
+        this.timersAt = 0;
+      }
+    }
     return pass;
+  }
+
+  /**
+   * Starts a SendEmail run for each message scheduled beyond the lead, which waits on the
+   * engine's durable timer (SendEmailInput.handBack); no caps, rate or room: nothing is sent
+   * now. Answers whether a lane had more than one chunk waiting.
+   */
+  private async startTimers(now: Date): Promise<boolean> {
+    const after = new Date(now.getTime() + (this.opts.scheduleLeadMs ?? SCHEDULE_LEAD_MS));
+    let more = false;
+    for (const lane of LANES) {
+      const n = await this.orm.em.fork().transactional(async (em) => {
+        const rows = await claimScheduled(em, { ...lane, after, limit: CHUNK });
+        const done: string[] = [];
+        await Promise.all(
+          rows.map(async (r) => {
+            const input: SendEmailInput = { emailId: r.id, handBack: true, confirmationWindowMs: this.opts.confirmationWindowMs ?? 0 };
+            const labels: RunLabels = {
+              organizations: [r.organization_id],
+              mode: lane.mode,
+              stream: lane.stream,
+              kinds: r.kind ? [r.kind] : [],
+            };
+            try {
+              await this.engine.start(sendEmail, r.id, input, { queue: QUEUE_OF[lane.mode], stream: lane.stream, labels });
+              done.push(r.id);
+            } catch (err) {
+              this.log.error({ err, emailId: r.id }, "could not start a scheduled message's timer; retried on the next pass");
+            }
+          }),
+        );
+        await markEnqueued(em, done, new Date());
+        return rows.length;
+      });
+      if (n >= CHUNK) more = true;
+    }
+    return more;
   }
 
   /**
@@ -269,7 +334,8 @@ export class Outbox {
     const window = this.opts.confirmationWindowMs ?? 0;
     if (window > 0) {
       const input: SendEmailInput = { emailId: rows[0].id, confirmationWindowMs: window };
-      await this.engine.start(sendEmail, rows[0].id, input, opts);
+      // A scheduled message's run may be waiting for its admission (handBack): this start tells it.
+      await this.engine.start(sendEmail, rows[0].id, input, this.engine.waitsScheduled ? { ...opts, signal: ADMITTED_SIGNAL } : opts);
       return;
     }
     const ids = rows.map((r) => r.id);

@@ -40,6 +40,7 @@ export async function startTemporalEngine(settings: TemporalSettings, log: Logge
 
   return {
     name: 'temporal',
+    waitsScheduled: true,
     /**
      * Workflow type = the definition's name; workflow id = email id (or domain loop id): a
      * repeated start (outbox retry, replayed idempotency key, verification sweep) joins the
@@ -53,17 +54,22 @@ export async function startTemporalEngine(settings: TemporalSettings, log: Logge
         // Test mail never leaves the machine, so it skips the rate-limited delivery task queue.
         ...(queue !== null && QUEUES[queue].rateLimited ? { deliveryTaskQueue: settings.deliveryTaskQueue } : {}),
       };
+      const options = {
+        taskQueue: settings.taskQueue,
+        workflowId,
+        args: [{ ...(input as object), ...binding }] as [unknown],
+        // Activities inherit it: the delivery task queue serves transactional sends before bulk ones.
+        ...(opts.stream ? { priority: { priorityKey: opts.stream === 'bulk' ? 3 : 1 } } : {}),
+        ...(labelled && opts.labels ? { typedSearchAttributes: searchAttributePairs(opts.labels) } : {}),
+        workflowIdReusePolicy: 'REJECT_DUPLICATE' as const,
+      };
       try {
-        await client.workflow.start(def.name, {
-          taskQueue: settings.taskQueue,
-          workflowId,
-          args: [{ ...(input as object), ...binding }],
-          // Activities inherit it: the delivery task queue serves transactional sends before bulk ones.
-          ...(opts.stream ? { priority: { priorityKey: opts.stream === 'bulk' ? 3 : 1 } } : {}),
-          ...(labelled && opts.labels ? { typedSearchAttributes: searchAttributePairs(opts.labels) } : {}),
-          workflowIdConflictPolicy: 'USE_EXISTING',
-          workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        });
+        if (opts.signal) {
+          // Signals the run under this id, or starts it with the signal: one call, no race between the two.
+          await client.workflow.signalWithStart(def.name, { ...options, signal: opts.signal, signalArgs: [{ at: Date.now() }] });
+        } else {
+          await client.workflow.start(def.name, { ...options, workflowIdConflictPolicy: 'USE_EXISTING' });
+        }
       } catch (err) {
         if (err instanceof WorkflowExecutionAlreadyStartedError) return;
         throw err;

@@ -9,8 +9,15 @@ export const CANCEL_SIGNAL = 'cancel';
  * provider but no delivery event will come (an ingest outage), so close it as `unconfirmed`.
  */
 export const CLOSE_UNCONFIRMED_SIGNAL = 'close-unconfirmed';
+/**
+ * The outbox's word to a run that handed its scheduled message back: the message's daily
+ * allowances are reserved, go on and deliver it (Engine.start with `signal`, one call).
+ */
+export const ADMITTED_SIGNAL = 'admitted';
 /** Every signal SendEmail listens to; bindings register them before the body runs. */
-export const SEND_EMAIL_SIGNALS = [CANCEL_SIGNAL, CLOSE_UNCONFIRMED_SIGNAL];
+export const SEND_EMAIL_SIGNALS = [CANCEL_SIGNAL, CLOSE_UNCONFIRMED_SIGNAL, ADMITTED_SIGNAL];
+/** How often a handed-back run that has not been admitted asks the database again (a cap can hold it for a day). */
+export const ADMISSION_RECHECK_MS = 3_600_000;
 
 export interface SendEmailInput {
   emailId: string;
@@ -19,6 +26,13 @@ export interface SendEmailInput {
    * or an operator's close-unconfirmed signal. 0 or absent: the workflow ends at `sent`.
    */
   confirmationWindowMs?: number;
+  /**
+   * Started ahead of `scheduled_at` by the outbox (ENGINE=temporal): the run waits on its durable
+   * timer, then hands the message back to the outbox, which reserves its daily allowances on the
+   * day it goes out; with a confirmation window the run then waits for `admitted` and delivers
+   * it, without one a SendBatch run does. Absent: the message was due when the run started.
+   */
+  handBack?: boolean;
 }
 
 export interface SendEmailResult {
@@ -39,6 +53,11 @@ export interface DeliverResult {
 
 export interface SendEmailActivities {
   loadForSend(emailId: string): Promise<LoadForSendResult>;
+  /**
+   * A scheduled message whose time came goes back to the outbox (still `queued`), where its daily
+   * allowances are reserved; answers its status (a message canceled meanwhile stays canceled).
+   */
+  handBack(emailId: string): Promise<{ status: string }>;
   /** Conditional update queued → sending; the single point where cancel and pick-up race. */
   claimForDelivery(emailId: string): Promise<ClaimResult>;
   /** Hands the message to the relay (or simulates it in test mode) and records per-recipient events. */
@@ -52,6 +71,7 @@ export interface SendEmailActivities {
 /** How each activity of this workflow is retried. */
 export const sendEmailActivityRetry: Record<keyof SendEmailActivities, RetryClass> = {
   loadForSend: 'infrastructure',
+  handBack: 'infrastructure',
   claimForDelivery: 'infrastructure',
   deliver: 'transport',
   failDelivery: 'infrastructure',
@@ -67,6 +87,20 @@ export async function sendEmailWorkflow(ctx: WorkflowContext<SendEmailActivities
   const a = ctx.activities;
   const plan = await a.loadForSend(input.emailId);
   if (plan.status !== 'queued') return { status: plan.status };
+
+  if (input.handBack && plan.scheduledAtMs !== null) {
+    // The durable timer an operator sees in the Temporal UI; a cancel signal ends it early.
+    if (plan.scheduledAtMs > (await ctx.now())) await ctx.waitForSignal(CANCEL_SIGNAL, plan.scheduledAtMs);
+    // Due: the outbox decides the daily caps now, on the day it goes out.
+    const back = await a.handBack(input.emailId);
+    if (back.status !== 'queued') return { status: back.status };
+    if (!(input.confirmationWindowMs! > 0)) return { status: 'queued' };
+    // This run delivers it once the outbox has reserved its allowances and says so.
+    while (!(await ctx.waitForSignal(ADMITTED_SIGNAL, (await ctx.now()) + ADMISSION_RECHECK_MS))) {
+      const again = await a.handBack(input.emailId);
+      if (again.status !== 'queued') return { status: again.status };
+    }
+  }
 
   let wakeAt = plan.scheduledAtMs;
   for (;;) {

@@ -14,6 +14,10 @@ type LaneKey = `${KeyMode}:${Stream}`;
  */
 export class RoomEngine implements Engine {
   readonly name = 'room';
+  /** As the embedded engine by default; the scheduled-timer tests turn it on, as Temporal has it. */
+  waitsScheduled = false;
+  /** SendEmail runs started ahead of their message's time (input handBack), by email id. */
+  timers: string[] = [];
   rooms: Partial<Record<LaneKey, number>> | null = {};
   started: { emailId: string; mode: KeyMode; stream: Stream }[] = [];
   runs: string[][] = [];
@@ -24,6 +28,11 @@ export class RoomEngine implements Engine {
   }
   async start<I>(def: StartableDef<I>, workflowId: string, input: I, opts: StartOptions = {}) {
     let ids: string[];
+    if (def.name === SEND_EMAIL_WORKFLOW && (input as { handBack?: boolean }).handBack) {
+      assert.equal((input as { emailId: string }).emailId, workflowId);
+      this.timers.push(workflowId);
+      return;
+    }
     if (def.name === SEND_EMAIL_WORKFLOW) {
       assert.deepEqual(input, { emailId: workflowId });
       ids = [workflowId];

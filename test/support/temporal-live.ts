@@ -33,6 +33,8 @@ export interface LiveOptions {
   confirmationWindowHours?: number;
   /** SEND_RATE_PER_SECOND, for the outbox and the delivery workers alike (default testConfig's 1000). */
   sendRatePerSecond?: number;
+  /** TEMPORAL_SCHEDULE_LEAD_SECONDS (default 1 here): scheduled mail further ahead gets a timer run at once. */
+  scheduleLeadSeconds?: number;
   /** The stream of the organization's verified domain (broadcasts need `bulk`). */
   stream?: Stream;
 }
@@ -109,6 +111,8 @@ export async function startLiveStack(ctx: Mocha.Context, opts: LiveOptions): Pro
       TEMPORAL_NAMESPACE: process.env.TEMPORAL_NAMESPACE ?? 'default',
       TEMPORAL_TASK_QUEUE: `svc-mail-live-${opts.name}-${process.pid}-${++stacks}-${Date.now()}`,
       CONFIRMATION_WINDOW_HOURS: String(opts.confirmationWindowHours ?? 0),
+      // Mail scheduled more than a second ahead waits on its SendEmail run's timer (60 s in production).
+      TEMPORAL_SCHEDULE_LEAD_SECONDS: String(opts.scheduleLeadSeconds ?? 1),
     }).temporal!;
     const config = testConfig({
       databaseUrl,

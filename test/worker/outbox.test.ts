@@ -10,6 +10,7 @@ import { prepareEmail } from '../../core/emails/prepare';
 import { ServiceError } from '../../core/errors';
 import { hashToken } from '../../core/tokens';
 import { MESSAGES_PER_RUN, Outbox } from '../../worker/outbox';
+import { handBackScheduled } from '../../db/sql/scheduled-timers';
 import { newDatabase } from '../support/pg';
 import { RoomEngine } from '../support/room-engine';
 
@@ -216,5 +217,45 @@ describe('Outbox: it holds the backlog and starts workflows as the engine has ro
       engine.started.filter((s) => s.mode === 'live').map((s) => s.emailId),
       ids,
     );
+  });
+
+  it('on an engine that waits on scheduled mail: a timer run for mail beyond the lead at once, taken back when due', async () => {
+    engine.waitsScheduled = true;
+    engine.rooms = null;
+    const [later] = await store('live', 1, { scheduled_at: new Date(Date.now() + 2 * 3_600_000).toISOString() });
+    const [soon] = await store('live', 1, { scheduled_at: new Date(Date.now() + 10_000).toISOString() });
+    const [now] = await store('live', 1);
+    await outbox.runOnce();
+    assert.deepEqual(engine.timers, [later], 'a timer run for the message two hours ahead, none within the lead');
+    assert.deepEqual(
+      engine.started.map((r) => r.emailId),
+      [now],
+      'nothing else delivered before its time',
+    );
+    assert.deepEqual(await unstarted(), [soon], 'the timer run took its message out of the outbox');
+    // A second pass, the run already there: no second timer.
+    clock.aheadMs = 1000;
+    await outbox.runOnce();
+    assert.deepEqual(engine.timers, [later]);
+
+    // The timer fired: the run hands the message back, and the outbox starts its delivery when due.
+    assert.equal(await handBackScheduled(orm.em.fork(), later), 'queued');
+    clock.aheadMs = 2 * 3_600_000 + 1000;
+    await outbox.runOnce();
+    assert.deepEqual(engine.started.map((r) => r.emailId).sort(), [now, soon, later].sort());
+    assert.deepEqual(engine.timers, [later]);
+    assert.deepEqual(await unstarted(), []);
+    // A canceled message is not handed back: its status is the answer.
+    const [gone] = await store('live', 1, { scheduled_at: new Date(Date.now() + 3 * 3_600_000).toISOString() });
+    await orm.em.fork().nativeUpdate(Email, { id: gone }, { status: 'canceled' });
+    assert.equal(await handBackScheduled(orm.em.fork(), gone), 'canceled');
+  });
+
+  it('on the embedded engine scheduled mail waits as a row until due: no timer runs', async () => {
+    engine.rooms = null;
+    const [later] = await store('live', 1, { scheduled_at: new Date(Date.now() + 2 * 3_600_000).toISOString() });
+    await outbox.runOnce();
+    assert.deepEqual(engine.timers, []);
+    assert.ok((await unstarted()).includes(later));
   });
 });

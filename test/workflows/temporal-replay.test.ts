@@ -8,7 +8,7 @@ import { SEND_BATCH_WORKFLOW } from '../../workflows/send-batch';
 import * as temporalWorkflows from '../../workflows/temporal';
 import pino from 'pino';
 import { installTemporalRuntime } from '../../worker/temporal-runtime';
-import { SEND_EMAIL_WORKFLOW } from '../../workflows/send-email';
+import { SEND_EMAIL_WORKFLOW, ADMITTED_SIGNAL } from '../../workflows/send-email';
 import { DOMAIN_VERIFICATION_WORKFLOW } from '../../workflows/domain-verification';
 import { HistoryBuilder } from '../support/temporal-history';
 import { WEBHOOK_DELIVERY_WORKFLOW, WAKE_SIGNAL } from '../../workflows/webhook-delivery';
@@ -336,6 +336,76 @@ describe('Temporal engine: bundled workflows replayed through the real worker', 
       await assert.rejects(
         Worker.runReplayHistory({ workflowBundle: bundle }, w.history().history(), `wrong-automation-${w.name}`),
         DeterminismViolationError,
+      );
+    });
+  }
+
+  /**
+   * A scheduled message started ahead of its time by the outbox (ENGINE=temporal, handBack): the
+   * timer to scheduled_at, handBack, then (window) the outbox's `admitted` signal, the claim and
+   * the delivery. `wrong`: where the history departs from the code.
+   */
+  const handBackHistory = (window: boolean, wrong: 'none' | 'no-timer' | 'claims-without-admission' | 'claims-without-window') => {
+    const HOUR = 3_600_000;
+    const input = {
+      emailId: EMAIL,
+      handBack: true,
+      confirmationWindowMs: window ? HOUR : 0,
+      transportRetryBaseSeconds: 30,
+      deliveryTaskQueue: DELIVERY_TASK_QUEUE,
+    };
+    const h = new HistoryBuilder(SEND_EMAIL_WORKFLOW, TASK_QUEUE, [input]).workflowTask();
+    const load = h.scheduleActivity('loadForSend', [EMAIL]);
+    h.advance(5)
+      .completeActivity(load, { status: 'queued', scheduledAtMs: h.now + 3 * 24 * HOUR })
+      .workflowTask();
+    if (wrong !== 'no-timer') {
+      const t = h.startTimer(3 * 24 * HOUR);
+      h.advance(3 * 24 * HOUR)
+        .fireTimer(t)
+        .workflowTask();
+    }
+    const back = h.scheduleActivity('handBack', [EMAIL]);
+    h.advance(5).completeActivity(back, { status: 'queued' }).workflowTask();
+    if (!window && wrong !== 'claims-without-window') return h.complete({ status: 'queued' });
+    // The wait for admission: a timer of the hourly recheck, ended by the outbox's signal.
+    const wait = h.startTimer(HOUR);
+    if (wrong !== 'claims-without-admission') {
+      h.advance(1_000)
+        .signal(ADMITTED_SIGNAL, [{ at: h.now }])
+        .workflowTask();
+      h.cancelTimer(wait);
+    }
+    const claim = h.scheduleActivity('claimForDelivery', [EMAIL]);
+    h.advance(5).completeActivity(claim, { outcome: 'claimed' }).workflowTask();
+    const d = h.scheduleActivity('deliver', [EMAIL], DELIVERY_TASK_QUEUE);
+    h.advance(200).completeActivity(d, { status: 'sent' }).workflowTask();
+    const confirm = h.startTimer(HOUR);
+    h.advance(HOUR).fireTimer(confirm).workflowTask();
+    return h.complete({ status: 'sent' });
+  };
+  const EMAIL = '019a0000-0000-7000-8000-0000000000ab';
+
+  it('replays SendEmail handed back: the 3-day timer, handBack, and the run ends (a SendBatch delivers it)', async () => {
+    await Worker.runReplayHistory({ workflowBundle: bundle }, handBackHistory(false, 'none').history(), 'hand-back');
+  });
+
+  it('replays SendEmail handed back with a window: the timer, handBack, admitted by signal, claim, deliver, the window', async () => {
+    await Worker.runReplayHistory({ workflowBundle: bundle }, handBackHistory(true, 'none').history(), 'hand-back-window');
+  });
+
+  for (const [window, wrong, what] of [
+    [false, 'no-timer', 'without the timer to scheduled_at'],
+    [false, 'claims-without-window', 'that claims and delivers though no window makes the run wait for admission'],
+    [true, 'claims-without-admission', 'that claims before the outbox admitted it'],
+  ] as const) {
+    it(`fails with a determinism error on a handed-back SendEmail history ${what}`, async () => {
+      await assert.rejects(
+        Worker.runReplayHistory({ workflowBundle: bundle }, handBackHistory(window, wrong).history(), `hand-back-${wrong}`),
+        (err: unknown) => {
+          assert.ok(err instanceof DeterminismViolationError, `expected a DeterminismViolationError, got ${String(err)}`);
+          return true;
+        },
       );
     });
   }

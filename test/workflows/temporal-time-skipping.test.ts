@@ -28,6 +28,7 @@ import { installTemporalRuntime } from '../../worker/temporal-runtime';
 import { startVerificationLoop } from '../../worker/domain-sweep';
 import { WebhookDispatcher } from '../../worker/webhook-dispatcher';
 import type { Engine } from '../../worker/engine';
+import { Outbox } from '../../worker/outbox';
 import { sendEmail } from '../../workflows/send-email';
 import { sendBatch } from '../../workflows/send-batch';
 import { verificationWorkflowId } from '../../workflows/domain-verification';
@@ -190,12 +191,15 @@ describe('Temporal engine, time-skipping: the real schedules in seconds', functi
     return handle.result();
   }
 
-  it('a send scheduled 3 days ahead waits on its timer, then is delivered once, at its time', async () => {
+  it('a send scheduled 3 days ahead waits on its timer, is handed back to the outbox at its time, and is delivered once', async () => {
     const now = await env.currentTimeMs();
     const to = `scheduled-${Date.now()}@example.com`;
     const dueAt = now + 3 * DAY;
     const id = await storeEmail({ to, scheduled_at: new Date(dueAt).toISOString() }, now);
-    await engine.start(sendEmail, id, { emailId: id });
+    // The outbox on the workflow clock: it starts the timer run at acceptance, and the delivery when due.
+    const clock = { at: now, now: () => new Date(clock.at) };
+    const outbox = new Outbox(orm, engine, log, { clock, retryBaseSeconds: 30 });
+    await outbox.runOnce();
     const handle = env.client.workflow.getHandle(id);
 
     // Waiting: a timer of 3 days, the message queued (cancelable), nothing at the relay.
@@ -212,13 +216,17 @@ describe('Temporal engine, time-skipping: the real schedules in seconds', functi
     assert.equal(await emailStatus(id), 'queued');
     assert.equal(received(to).length, 0);
 
-    // Awaiting the result lets the server skip the 3 days.
-    assert.deepEqual(await handle.result(), { status: 'sent' });
+    // Awaiting the result lets the server skip the 3 days: the run hands the message back.
+    assert.deepEqual(await handle.result(), { status: 'queued' });
     const events = await history(id);
-    const [delivered] = scheduled(events, 'deliver');
-    assert.ok(delivered >= dueAt, 'handed to the relay at scheduled_at, not before');
-    assert.ok(delivered < dueAt + MINUTE);
-    assert.equal(await emailStatus(id), 'sent');
+    const [handedBack] = scheduled(events, 'handBack');
+    assert.ok(handedBack >= dueAt && handedBack < dueAt + MINUTE, 'handed back at scheduled_at, not before');
+    assert.equal(received(to).length, 0, 'nothing sent by the timer run itself');
+
+    // The outbox, at the run's time, reserves it and starts its delivery (a SendBatch run).
+    clock.at = await env.currentTimeMs();
+    await outbox.runOnce();
+    await waitFor(async () => (await emailStatus(id)) === 'sent', 'the delivery', 30_000);
     assert.equal(received(to).length, 1);
     assert.equal(received(to)[0].parsed.messageId, `<${id}@${domain}>`);
   });
