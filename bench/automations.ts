@@ -129,7 +129,7 @@ export async function runCounts(service: Service, automationId: string): Promise
   return row;
 }
 
-interface PostArgs {
+export interface PostArgs {
   url: string;
   tokens: string[];
   name: string;
@@ -142,7 +142,7 @@ interface PostArgs {
   /** No request is started after this moment (epoch ms). */
   untilEpochMs?: number;
 }
-interface PostResult {
+export interface PostResult {
   posted: number;
   errors: number;
   firstError: string;
@@ -150,7 +150,7 @@ interface PostResult {
 }
 
 /** Posts events from a process of its own (this file, below). */
-function postEvents(args: PostArgs): Promise<PostResult> {
+export function postEvents(args: PostArgs): Promise<PostResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--require', 'tsx/cjs', __filename, JSON.stringify(args)], {
       stdio: ['ignore', 'pipe', 'inherit'],

@@ -78,6 +78,8 @@ export async function benchDrain(
   sink: { count: () => number; reset: () => void },
   log: Logger,
   n: number,
+  /** Told when each measured drain begins and ends (bench/temporal.ts samples CPU there). */
+  mark: (drain: 'live' | 'test' | 'seeded', edge: 'start' | 'end') => void = () => undefined,
 ): Promise<Omit<DrainResult, 'ceilingPerSecond' | 'ceilingBefore' | 'ceilingAfter'>> {
   const orm = service.db.orm;
   const org = await benchOrganization(orm, 'Bench drain');
@@ -126,17 +128,21 @@ export async function benchDrain(
 
   log.info({ messages: n }, 'drain: live backlog to the counting sink');
   sink.reset();
+  mark('live', 'start');
   // From the first batch posted: the load process's own start-up is not the drain's.
   const live = await accept('live');
   const liveAcceptSeconds = live.seconds;
   await until(async () => sink.count() >= n, 'live');
   const liveSeconds = (Date.now() - live.startedAt) / 1000;
+  mark('live', 'end');
 
   log.info({ messages: n }, 'drain: test-mode backlog');
+  mark('test', 'start');
   const test = await accept('test');
   const testAcceptSeconds = test.seconds;
   await until(async () => (await finished('test')) >= n, 'test');
   const testSeconds = (Date.now() - test.startedAt) / 1000;
+  mark('test', 'end');
 
   log.info({ messages: n }, 'drain: a live backlog seeded in SQL');
   const seedKey = await createKey(orm, org.id, { name: 'seeded', permission: 'send', mode: 'live', rateLimit: 1000 });
@@ -150,10 +156,12 @@ export async function benchDrain(
     html: '<p>hello</p>',
   });
   sink.reset();
+  mark('seeded', 'start');
   const t0 = Date.now();
   service.kickOutbox();
   await until(async () => sink.count() >= n, 'seeded');
   const seededSeconds = (Date.now() - t0) / 1000;
+  mark('seeded', 'end');
   return {
     messages: n,
     seededSeconds,

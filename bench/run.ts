@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { ensureEmbeddedPostgres } from '../db/embedded-postgres';
-import { readConfig } from '../server/config';
+import { readConfig, type Config } from '../server/config';
 import { startService } from '../server/service';
 import { createDomain, createKey } from '../core/provisioning';
 import { benchOrganization } from './org';
@@ -33,6 +33,7 @@ import {
   type DelayZeroResult,
   type SleepingResult,
 } from './automations';
+import { benchTemporal, temporalSection, TEMPORAL_GOALS, type TemporalBenchResult } from './temporal';
 import type { Clock } from '../core/clock';
 import { Client } from 'pg';
 
@@ -46,7 +47,7 @@ const INTERLEAVED_ROUNDS = 4;
 const ROUND_SECONDS = SECONDS / INTERLEAVED_ROUNDS;
 /**
  * For iterating on one path: BENCH_ONLY=live-single, test-single, live-batch, test-batch, template
- * (live single sends plain and with templates), audience, webhooks, relay, caps, drain, soak, broadcast or automations measures the baseline and that phase only
+ * (live single sends plain and with templates), audience, webhooks, relay, caps, drain, soak, broadcast, automations or temporal (bench/temporal.ts) measures the baseline and that phase only
  * (BENCHMARKS.md is not written).
  */
 const ONLY = process.env.BENCH_ONLY;
@@ -213,7 +214,7 @@ async function main() {
    */
   const startBenchService = async (
     database: string,
-    opts: { clock?: Clock; smtpPort?: number; sendRatePerSecond?: number; engineRetentionHours?: number } = {},
+    opts: { clock?: Clock; smtpPort?: number; sendRatePerSecond?: number; engineRetentionHours?: number; config?: Partial<Config> } = {},
   ) => {
     const service = await startService(
       {
@@ -231,6 +232,7 @@ async function main() {
         inboundSmtpPort: 0,
         platformDailyCap: 0,
         domainWarmup: false,
+        ...opts.config,
       },
       { log: pino({ level: 'warn' }, pino.destination(2)), clock: opts.clock },
     );
@@ -516,6 +518,17 @@ async function main() {
       delayZero,
     };
   };
+  /** Issue 35: the drains and automation runs on the embedded engine and on Temporal, against one ceiling. */
+  const runTemporal = (): Promise<TemporalBenchResult> =>
+    benchTemporal({ log, startService: startBenchService, dataDir, messages: DRAIN_MESSAGES, concurrency: SINGLE_CONCURRENCY });
+  if (ONLY === 'temporal') {
+    const t = await runTemporal();
+    log.info({ base: base.rps, goals: TEMPORAL_GOALS, ...t }, 'BENCH_ONLY: temporal measured');
+    process.stdout.write(temporalSection(t) + '\n');
+    await relay.close();
+    if (pg) await pg.stop();
+    return;
+  }
   if (ONLY === 'automations') {
     const a = await runAutomations();
     log.info({ base: base.rps, ...a, ratio: a.events.rps / a.nearBaseline.rps }, 'BENCH_ONLY: automations measured');
@@ -591,10 +604,11 @@ async function main() {
   const smtpRelay = ONLY ? null : await runRelay();
   const caps = ONLY ? null : await runCaps();
   const drain = ONLY ? null : await runDrain();
+  const temporal = ONLY ? null : await runTemporal();
   const soak = ONLY ? null : await runSoak();
   const broadcasts = ONLY ? null : await runBroadcast();
   const automations = ONLY ? null : await runAutomations();
-  if (!live || !test || !audience || !webhooks || !smtpRelay || !caps || !drain || !soak || !broadcasts || !automations) {
+  if (!live || !test || !audience || !webhooks || !smtpRelay || !caps || !drain || !temporal || !soak || !broadcasts || !automations) {
     await relay.close();
     if (pg) await pg.stop();
     return;
@@ -732,6 +746,7 @@ SMTP client and PostgreSQL share the same two with the sink. The stricter compar
 | Test-mode drain | ${f(drain.sinkThread.testPerSecond, 1)} messages/s |
 | Live drain of a backlog seeded in SQL | ${f(drain.sinkThread.seededPerSecond, 1)} messages/s, ${f((drain.sinkThread.seededPerSecond / drain.sinkThread.ceilingPerSecond) * 100, 0)}% of the ceiling |
 
+${temporalSection(temporal)}
 ${soakSection(soak)}
 
 ## Broadcast fan-out

@@ -13,14 +13,22 @@ import { devServerArgs, temporalToolPath } from './temporal-tools';
 export class DevServer {
   private proc?: ChildProcess;
   private out = '';
-  readonly dbFile: string;
+  /** Its SQLite file; undefined: the server keeps its state in memory (gone when it stops). */
+  readonly dbFile: string | undefined;
 
   private constructor(
     readonly port: number,
     readonly uiPort: number,
+    readonly metricsPort: number,
     readonly dir: string,
+    inMemory: boolean,
   ) {
-    this.dbFile = path.join(dir, 'temporal.sqlite');
+    this.dbFile = inMemory ? undefined : path.join(dir, 'temporal.sqlite');
+  }
+
+  /** Its Prometheus metrics (persistence and service latencies), for profiling. */
+  get metricsUrl(): string {
+    return `http://127.0.0.1:${this.metricsPort}/metrics`;
   }
 
   /** 127.0.0.1, not localhost: the SDK would otherwise try ::1 first. */
@@ -37,21 +45,26 @@ export class DevServer {
     return this.proc?.pid;
   }
 
-  static async start(): Promise<DevServer> {
+  static async start(opts: { inMemory?: boolean } = {}): Promise<DevServer> {
     if (!temporalToolPath('temporal')) throw new Error('the Temporal CLI is not installed: run `npm run tools` (it needs Go)');
-    const [port, uiPort] = await freePorts(2);
-    const server = new DevServer(port, uiPort, fs.mkdtempSync(path.join(os.tmpdir(), 'temporal-dev-')));
-    await server.resume();
+    const [port, uiPort, metricsPort] = await freePorts(3);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'temporal-dev-'));
+    const server = new DevServer(port, uiPort, metricsPort, dir, opts.inMemory ?? false);
+    try {
+      await server.resume();
+    } catch (err) {
+      await server.stop();
+      throw err;
+    }
     return server;
   }
 
   /** Starts the server process (again) on its ports and SQLite file, and waits until it serves. */
   async resume(): Promise<void> {
-    const [metricsPort] = await freePorts(1);
     this.out = '';
     const proc = spawn(
       temporalToolPath('temporal')!,
-      devServerArgs({ port: this.port, uiPort: this.uiPort, metricsPort, dbFile: this.dbFile }),
+      devServerArgs({ port: this.port, uiPort: this.uiPort, metricsPort: this.metricsPort, dbFile: this.dbFile }),
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     proc.stdout!.on('data', (c) => (this.out = (this.out + c).slice(-20_000)));

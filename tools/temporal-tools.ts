@@ -16,7 +16,7 @@ export interface DevServerOptions {
   uiPort: number;
   /** Defaults to a free port chosen by the server; tests pass one so two servers never clash. */
   metricsPort?: number;
-  /** SQLite file: the server keeps its histories across restarts. Absent: in memory. */
+  /** SQLite file (in WAL mode): the server keeps its histories across restarts. Absent: in memory. */
   dbFile?: string;
   /** 127.0.0.1 unless told otherwise: nothing of the dev server is reachable from elsewhere. */
   ip?: string;
@@ -24,7 +24,10 @@ export interface DevServerOptions {
 
 /**
  * `temporal server start-dev` arguments: loopback only, the version check (which calls a host on
- * the internet) off, and the search attributes the engine sets registered.
+ * the internet) off, and the search attributes the engine sets registered. A SQLite file is kept
+ * in WAL mode: in SQLite's default (rollback journal) mode every transaction holds the whole file
+ * and its readers wait, and the server's CPU per workflow was a half more (bench/temporal.ts:
+ * automation runs 12/s → 17-22/s on 2 cores). Commits stay as durable as before.
  */
 export function devServerArgs(o: DevServerOptions): string[] {
   const ip = o.ip ?? '127.0.0.1';
@@ -40,7 +43,7 @@ export function devServerArgs(o: DevServerOptions): string[] {
     '--ui-port',
     String(o.uiPort),
     ...(o.metricsPort ? ['--metrics-port', String(o.metricsPort)] : []),
-    ...(o.dbFile ? ['--db-filename', o.dbFile] : []),
+    ...(o.dbFile ? ['--db-filename', o.dbFile, '--sqlite-pragma', 'journal_mode=wal'] : []),
     '--log-level',
     'warn',
     '--dynamic-config-value',
