@@ -40,8 +40,10 @@ export function createWebhookDeliveryActivities(deps: WebhookDeliveryDeps): Acti
     if (!row || row.run !== run || row.status !== 'pending') return { outcome: 'stopped' };
     if (firstOnly && row.run_attempts > 0) return 'skipped';
     // The workflow's time when it sent one (Temporal): the schedule and the failure streak follow
-    // the clock the workflow waits on, not this worker's (they differ under a time-skipping server).
-    const at = atMs === undefined ? null : new Date(atMs);
+    // the clock the workflow waits on where it runs ahead of this worker's (a time-skipping
+    // server). Never behind this worker's: the attempt may start well after the workflow task
+    // (queued behind its endpoint's concurrency, or retried), and the next one is due after it.
+    const at = atMs === undefined ? null : new Date(Math.max(atMs, clock.now().getTime()));
     const base = { deliveryId, run, gone: false, statusCode: null, response: null, handBack: firstOnly, at };
     if (!row.enabled) {
       // Disabled since the event: nothing is sent; `recover` re-queues it after re-enabling.

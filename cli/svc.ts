@@ -260,7 +260,7 @@ async function closeUnconfirmedCommand(emailId: string, out: (v: unknown) => voi
     // On the embedded engine no workflow waits at `sent` (CONFIRMATION_WINDOW_HOURS is Temporal-only).
     if (config.engine === 'temporal') {
       const log = createLogger(process.env.LOG_LEVEL || 'warn', pino.destination(2));
-      const engine = await startTemporalEngine(temporalSettings(config), log);
+      const engine = await startTemporalEngine(temporalSettings(config), log, { startsRuns: false });
       try {
         await engine.signal(emailId, CLOSE_UNCONFIRMED_SIGNAL);
       } finally {
@@ -298,7 +298,7 @@ async function unconfirmedCommand(
     }
     const log = createLogger(process.env.LOG_LEVEL || 'warn', pino.destination(2));
     // A Temporal workflow may still wait at `sent` (CONFIRMATION_WINDOW_HOURS): tell it, best effort.
-    const engine = config.engine === 'temporal' ? await startTemporalEngine(temporalSettings(config), log) : null;
+    const engine = config.engine === 'temporal' ? await startTemporalEngine(temporalSettings(config), log, { startsRuns: false }) : null;
     let closed = 0;
     let batches = 0;
     try {

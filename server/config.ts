@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { SCHEDULE_LEAD_MS } from '../worker/outbox';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import type { TemporalSettings } from '../worker/temporal-engine';
 
@@ -223,7 +224,7 @@ function readTemporalConfig(env: NodeJS.ProcessEnv): TemporalConfig {
     taskQueue,
     deliveryTaskQueue: env.TEMPORAL_DELIVERY_TASK_QUEUE || `${taskQueue}-delivery`,
     confirmationWindowMs: int('CONFIRMATION_WINDOW_HOURS', 72, env) * 3_600_000,
-    scheduleLeadMs: int('TEMPORAL_SCHEDULE_LEAD_SECONDS', 60, env) * 1000,
+    scheduleLeadMs: int('TEMPORAL_SCHEDULE_LEAD_SECONDS', SCHEDULE_LEAD_MS / 1000, env) * 1000,
   };
 }
 

@@ -12,9 +12,11 @@ export interface StartOptions {
   /**
    * A signal delivered with the start: to the run already there under this id, or to the new
    * one (Temporal: signal-with-start, one call). The outbox admits a handed-back scheduled
-   * message this way.
+   * message this way. A run under the id that has ended cannot take it: RunEndedError.
    */
   signal?: string;
+  /** A run that mostly waits (a scheduled message's timer): taken after every other start. */
+  background?: boolean;
   /** What an operator filters runs by (Temporal search attributes; the embedded engine ignores them). */
   labels?: RunLabels;
 }
@@ -55,4 +57,12 @@ export interface Engine {
   room(queue: QueueName, stream?: Stream): Promise<number | null>;
   ready(): boolean;
   stop(): Promise<void>;
+}
+
+/** A start with a signal named a run that has ended: nothing will act on the signal. */
+export class RunEndedError extends Error {
+  constructor(readonly workflowId: string) {
+    super(`workflow ${workflowId} has ended; its signal has no run to wake`);
+    this.name = 'RunEndedError';
+  }
 }

@@ -10,7 +10,7 @@ import { claimScheduled } from '../db/sql/scheduled-timers';
 import { sendBatch, type SendBatchInput } from '../workflows/send-batch';
 import type { QueueName } from '../workflows/definition';
 import { sendRateRoom, takeSendRate } from '../db/sql/send-rate';
-import type { Engine, RunLabels, StartOptions } from './engine';
+import { RunEndedError, type Engine, type RunLabels, type StartOptions } from './engine';
 import { Poller } from './poller';
 import type { SendCaps } from './send-caps';
 
@@ -65,6 +65,16 @@ export function rateWindows(perSecond: number): { limit: number; periodMs: numbe
   return { limit, periodMs: (limit / perSecond) * 1000 };
 }
 
+/** What an operator filters a run by (Temporal search attributes): its rows are all of one lane. */
+function labelsOf(lane: Lane, rows: { organization_id: string; kind: string | null }[]): RunLabels {
+  return {
+    organizations: rows.map((r) => r.organization_id),
+    mode: lane.mode,
+    stream: lane.stream,
+    kinds: rows.map((r) => r.kind).filter((k): k is string => !!k),
+  };
+}
+
 /** The number of the rate window that holds now. */
 function rateWindowNo(w: { periodMs: number }): number {
   return Math.floor(Date.now() / w.periodMs);
@@ -91,10 +101,8 @@ export interface OutboxOptions {
 }
 
 /**
- * Default lead of a scheduled message's timer run. Also the clock skew between the engine's
- * server and this process that a handed-back message tolerates: one the outbox saw as still
- * ahead would get a timer run again, which joins the waiting run and is handed back at its
- * hourly check.
+ * Default lead of a scheduled message's timer run: mail nearer than this waits here, where the
+ * once-a-second look would otherwise race its own due time.
  */
 export const SCHEDULE_LEAD_MS = 60_000;
 
@@ -201,7 +209,7 @@ export class Outbox {
     // and kicks under load (many passes a second) pay nothing for it.
     if (this.engine.waitsScheduled && now.getTime() - this.timersAt >= SAFETY_POLL_MS) {
       this.timersAt = now.getTime();
-      if (await this.startTimers(now)) {
+      if (await this.startTimers()) {
         pass.more = true;
         this.timersAt = 0;
       }
@@ -214,8 +222,9 @@ export class Outbox {
    * engine's durable timer (SendEmailInput.handBack); no caps, rate or room: nothing is sent
    * now. Answers whether a lane had more than one chunk waiting.
    */
-  private async startTimers(now: Date): Promise<boolean> {
-    const after = new Date(now.getTime() + (this.opts.scheduleLeadMs ?? SCHEDULE_LEAD_MS));
+  private async startTimers(): Promise<boolean> {
+    // The clock read now, not at the pass's start: the lanes before may have taken a while.
+    const after = new Date(this.clock.now().getTime() + (this.opts.scheduleLeadMs ?? SCHEDULE_LEAD_MS));
     let more = false;
     for (const lane of LANES) {
       const n = await this.orm.em.fork().transactional(async (em) => {
@@ -224,14 +233,13 @@ export class Outbox {
         await Promise.all(
           rows.map(async (r) => {
             const input: SendEmailInput = { emailId: r.id, handBack: true, confirmationWindowMs: this.opts.confirmationWindowMs ?? 0 };
-            const labels: RunLabels = {
-              organizations: [r.organization_id],
-              mode: lane.mode,
-              stream: lane.stream,
-              kinds: r.kind ? [r.kind] : [],
-            };
             try {
-              await this.engine.start(sendEmail, r.id, input, { queue: QUEUE_OF[lane.mode], stream: lane.stream, labels });
+              await this.engine.start(sendEmail, r.id, input, {
+                queue: QUEUE_OF[lane.mode],
+                stream: lane.stream,
+                labels: labelsOf(lane, [r]),
+                background: true,
+              });
               done.push(r.id);
             } catch (err) {
               this.log.error({ err, emailId: r.id }, "could not start a scheduled message's timer; retried on the next pass");
@@ -323,20 +331,20 @@ export class Outbox {
    */
   private async startRun(rows: OutboxRow[]): Promise<void> {
     const { mode, stream } = rows[0];
-    // What an operator filters runs by (Temporal search attributes): every row of a run is of one lane.
-    const labels: RunLabels = {
-      organizations: rows.map((r) => r.organization_id),
-      mode,
-      stream,
-      kinds: rows.map((r) => r.kind).filter((k): k is string => !!k),
-    };
-    const opts: StartOptions = { queue: QUEUE_OF[mode], stream, labels };
+    const opts: StartOptions = { queue: QUEUE_OF[mode], stream, labels: labelsOf({ mode, stream }, rows) };
     const window = this.opts.confirmationWindowMs ?? 0;
     if (window > 0) {
       const input: SendEmailInput = { emailId: rows[0].id, confirmationWindowMs: window };
-      // A scheduled message's run may be waiting for its admission (handBack): this start tells it.
-      await this.engine.start(sendEmail, rows[0].id, input, this.engine.waitsScheduled ? { ...opts, signal: ADMITTED_SIGNAL } : opts);
-      return;
+      try {
+        // A scheduled message's run may be waiting for its admission (handBack): this start tells it.
+        await this.engine.start(sendEmail, rows[0].id, input, this.engine.waitsScheduled ? { ...opts, signal: ADMITTED_SIGNAL } : opts);
+        return;
+      } catch (err) {
+        // Its timer run ended at the hand-back (started before a window was configured): no run
+        // under its id can deliver it any more, so a batch of one does.
+        if (!(err instanceof RunEndedError) || rows[0].status !== 'queued') throw err;
+        this.log.warn({ emailId: rows[0].id }, 'handed-back message whose run has ended: delivered by a batch run');
+      }
     }
     const ids = rows.map((r) => r.id);
     const batchId = `send-batch-${createHash('sha256').update(ids.join(',')).digest('hex').slice(0, 32)}`;

@@ -4,7 +4,7 @@ import type { NativeConnectionOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { QUEUES } from '../workflows/definition';
 import type { TemporalBinding } from '../workflows/temporal/binding';
-import type { Engine } from './engine';
+import { RunEndedError, type Engine } from './engine';
 import { ensureSearchAttributes, searchAttributePairs } from './temporal-search-attributes';
 
 /** Where the Temporal server is and which task queues the service uses. */
@@ -25,13 +25,18 @@ export interface TemporalSettings {
  * The API's side of the Temporal engine: starts and signals workflows through @temporalio/client.
  * Workflows run in `svc worker` processes (worker/temporal-worker.ts).
  */
-export async function startTemporalEngine(settings: TemporalSettings, log: Logger): Promise<Engine> {
+export async function startTemporalEngine(
+  settings: TemporalSettings,
+  log: Logger,
+  /** false: this engine only signals (an operator's command), so it registers nothing on the namespace. */
+  opts: { startsRuns?: boolean } = {},
+): Promise<Engine> {
   const connection = await Connection.connect(settings.connection as ConnectionOptions).catch((err: Error) => {
     throw new Error(`cannot reach Temporal at ${settings.connection.address} (TEMPORAL_ADDRESS): ${err.message}`);
   });
   const client = new Client({ connection, namespace: settings.namespace });
   // Without them registered a start that sets them is refused: then runs start without them.
-  const labelled = await ensureSearchAttributes(connection, settings.namespace, log);
+  const labelled = opts.startsRuns === false ? false : await ensureSearchAttributes(connection, settings.namespace, log);
   let running = true;
   log.info(
     { address: settings.connection.address, namespace: settings.namespace, taskQueue: settings.taskQueue },
@@ -59,7 +64,12 @@ export async function startTemporalEngine(settings: TemporalSettings, log: Logge
         workflowId,
         args: [{ ...(input as object), ...binding }] as [unknown],
         // Activities inherit it: the delivery task queue serves transactional sends before bulk ones.
-        ...(opts.stream ? { priority: { priorityKey: opts.stream === 'bulk' ? 3 : 1 } } : {}),
+        // Background runs (a scheduled message's timer) after everything else.
+        ...(opts.background
+          ? { priority: { priorityKey: 5 } }
+          : opts.stream
+            ? { priority: { priorityKey: opts.stream === 'bulk' ? 3 : 1 } }
+            : {}),
         ...(labelled && opts.labels ? { typedSearchAttributes: searchAttributePairs(opts.labels) } : {}),
         workflowIdReusePolicy: 'REJECT_DUPLICATE' as const,
       };
@@ -71,7 +81,12 @@ export async function startTemporalEngine(settings: TemporalSettings, log: Logge
           await client.workflow.start(def.name, { ...options, workflowIdConflictPolicy: 'USE_EXISTING' });
         }
       } catch (err) {
-        if (err instanceof WorkflowExecutionAlreadyStartedError) return;
+        // A plain start joins a running run or finds it ended (its message was settled): a no-op.
+        // Signal-with-start only fails so when the run ended, and then nothing takes the signal.
+        if (err instanceof WorkflowExecutionAlreadyStartedError) {
+          if (opts.signal) throw new RunEndedError(workflowId);
+          return;
+        }
         throw err;
       }
     },

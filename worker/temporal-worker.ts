@@ -1,6 +1,5 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { Context } from '@temporalio/activity';
-import { HEARTBEAT_TIMEOUT_SECONDS } from '../workflows/temporal/binding';
 import type { Activities } from '../activities';
 import type { TemporalSettings } from './temporal-engine';
 import type { Logger } from 'pino';
@@ -40,12 +39,14 @@ export async function runTemporalWorker(opts: TemporalWorkerOptions): Promise<Ru
     workflowsPath: require.resolve('../workflows/temporal'),
     activities: heartbeating(activities),
     maxConcurrentActivityTaskExecutions: opts.concurrency,
+    maxHeartbeatThrottleInterval: HEARTBEAT_EVERY_MS,
   });
   const delivery = await Worker.create({
     connection,
     namespace: settings.namespace,
     taskQueue: settings.deliveryTaskQueue,
     activities: heartbeating(transportActivities(activities)),
+    maxHeartbeatThrottleInterval: HEARTBEAT_EVERY_MS,
     maxTaskQueueActivitiesPerSecond: opts.sendRatePerSecond,
     maxConcurrentActivityTaskExecutions: opts.concurrency,
   });
@@ -82,19 +83,21 @@ export function transportActivities(activities: Activities): Partial<Activities>
   return Object.fromEntries(names.map((n) => [n, activities[n as keyof Activities]]));
 }
 
+/** How often a running activity beats, and the most the SDK holds a beat back from the server (its default is 0.8 × the timeout). */
+const HEARTBEAT_EVERY_MS = 5_000;
+
 /**
  * Each activity heartbeats while it runs, so the server tells a live worker's long delivery pass
  * from a dead worker's (heartbeatTimeout in workflows/temporal/binding.ts). The activities stay
  * engine-free: the beat is the worker's, not theirs, and says only "still running".
  */
 export function heartbeating<T extends object>(activities: T): T {
-  const everyMs = (HEARTBEAT_TIMEOUT_SECONDS * 1000) / 3;
   return Object.fromEntries(
     Object.entries(activities).map(([name, fn]) => [
       name,
       async (...args: unknown[]) => {
         const ctx = Context.current();
-        const timer = setInterval(() => ctx.heartbeat(), everyMs);
+        const timer = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
         try {
           return await (fn as (...a: unknown[]) => Promise<unknown>)(...args);
         } finally {

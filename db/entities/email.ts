@@ -51,6 +51,8 @@ export class Email {
   idempotencyKey: string | null = null;
   /** Set once the workflow was started; a replay re-queues a message that lacks it. */
   enqueuedAt: Date | null = null;
+  /** When its SendEmail run's timer handed a scheduled message back to the outbox (Temporal); never a second timer run. */
+  handedBackAt: Date | null = null;
   /** The sender domain's stream at acceptance: the outbox claims each stream on its own. */
   stream: Stream = 'transactional';
   /** The UTC day (YYYY-MM-DD) whose daily allowances this message took. */
@@ -97,6 +99,7 @@ export const EmailSchema = new EntitySchema<Email>({
     messageId: { type: 'text' },
     idempotencyKey: { type: 'text', nullable: true },
     enqueuedAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
+    handedBackAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
     stream: { type: 'text' },
     reservedOn: { type: 'string', columnType: 'date', nullable: true },
     waitingReason: { type: 'text', nullable: true },

@@ -13,7 +13,8 @@ export interface ScheduledRow {
  * soonest first, FOR UPDATE SKIP LOCKED: each gets a run that waits on the engine's durable timer
  * (markEnqueued takes it out of the outbox once its run started). The same range of
  * emails_outbox_idx as the due claim, from the other end: `after` is now plus a lead, and
- * created_at never lies ahead, so only scheduled mail matches.
+ * created_at never lies ahead, so only scheduled mail matches; a message its run already handed
+ * back waits here until due, whatever the clocks say (its run has ended: no second one).
  */
 export async function claimScheduled(
   em: EntityManager,
@@ -23,7 +24,7 @@ export async function claimScheduled(
   return em.getConnection().execute<ScheduledRow[]>(
     `select id, organization_id, kind from emails
       where enqueued_at is null and waiting_reason is null and mode = ? and stream = ?
-        and coalesce(scheduled_at, created_at) > ?
+        and coalesce(scheduled_at, created_at) > ? and handed_back_at is null
       order by coalesce(scheduled_at, created_at), id
       limit ?
       for update skip locked`,
@@ -40,7 +41,8 @@ export async function claimScheduled(
  */
 export async function handBackScheduled(em: EntityManager, emailId: string): Promise<string | null> {
   const [row] = await em.getConnection().execute<{ status: string | null }[]>(
-    `with back as (update emails set enqueued_at = null where id = ? and status = 'queued' returning status)
+    `with back as (update emails set enqueued_at = null, handed_back_at = coalesce(handed_back_at, now())
+                    where id = ? and status = 'queued' returning status)
      select coalesce((select status from back), (select status from emails where id = ?)) as status`,
     [emailId, emailId],
     'all',

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
+import { freePorts } from '../../tools/dev-server';
 import path from 'node:path';
 import { waitFor } from './wait';
 import { newDatabase, tempDir } from './pg';
@@ -7,13 +7,7 @@ import { newDatabase, tempDir } from './pg';
 const ROOT = path.resolve(__dirname, '../..');
 
 export async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
+  return (await freePorts(1))[0];
 }
 
 export interface Child {

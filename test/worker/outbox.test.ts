@@ -11,6 +11,8 @@ import { ServiceError } from '../../core/errors';
 import { hashToken } from '../../core/tokens';
 import { MESSAGES_PER_RUN, Outbox } from '../../worker/outbox';
 import { handBackScheduled } from '../../db/sql/scheduled-timers';
+import { RunEndedError, type Engine } from '../../worker/engine';
+import { sendBatch, type SendBatchInput } from '../../workflows/send-batch';
 import { newDatabase } from '../support/pg';
 import { RoomEngine } from '../support/room-engine';
 
@@ -240,6 +242,12 @@ describe('Outbox: it holds the backlog and starts workflows as the engine has ro
 
     // The timer fired: the run hands the message back, and the outbox starts its delivery when due.
     assert.equal(await handBackScheduled(orm.em.fork(), later), 'queued');
+    // Handed back while this clock still sees it ahead (the server's clock ahead of ours, a stray
+    // cancel signal): it waits here until due, and never gets a second timer run (its run has ended).
+    clock.aheadMs = 3000;
+    await outbox.runOnce();
+    assert.deepEqual(engine.timers, [later]);
+    assert.deepEqual((await unstarted()).sort(), [soon, later].sort(), 'both wait here: neither is due');
     clock.aheadMs = 2 * 3_600_000 + 1000;
     await outbox.runOnce();
     assert.deepEqual(engine.started.map((r) => r.emailId).sort(), [now, soon, later].sort());
@@ -257,5 +265,26 @@ describe('Outbox: it holds the backlog and starts workflows as the engine has ro
     await outbox.runOnce();
     assert.deepEqual(engine.timers, []);
     assert.ok((await unstarted()).includes(later));
+  });
+
+  it('with a confirmation window, a handed-back message whose run has ended is delivered by a batch of one', async () => {
+    const batches: string[][] = [];
+    const ended: Engine = {
+      name: 'ended',
+      waitsScheduled: true,
+      async start(def, workflowId, input, opts = {}) {
+        if (opts.signal) throw new RunEndedError(workflowId);
+        if (def.name === sendBatch.name) batches.push((input as unknown as SendBatchInput).emailIds);
+      },
+      signal: async () => undefined,
+      room: async () => null,
+      ready: () => true,
+      stop: async () => undefined,
+    };
+    const windowed = new Outbox(orm, ended, pino({ level: 'silent' }), { clock, confirmationWindowMs: 3_600_000 });
+    const [id] = await store('live', 1);
+    await windowed.runOnce();
+    assert.deepEqual(batches, [[id]]);
+    assert.deepEqual(await unstarted(), []);
   });
 });

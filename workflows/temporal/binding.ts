@@ -16,8 +16,12 @@ export interface TemporalBinding {
   deliveryTaskQueue?: string;
 }
 
-/** How long a running activity may go without its worker's heartbeat; workers beat every third of it. */
-export const HEARTBEAT_TIMEOUT_SECONDS = 15;
+/**
+ * How long a running activity may go without its worker's heartbeat. Workers beat every 5 s and
+ * flush a beat to the server at least as often (maxHeartbeatThrottleInterval), so a live worker
+ * has 25 s of slack for a pause (GC, a loaded machine) before its attempt is retried elsewhere.
+ */
+export const HEARTBEAT_TIMEOUT_SECONDS = 30;
 
 export function activityOptions(kind: RetryClass, binding: TemporalBinding): ActivityOptions {
   const p = retryPolicy(kind, binding.transportRetryBaseSeconds ?? 30);
