@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import pino from 'pino';
-import { linkBaseUrl, readConfig, temporalSettings, verificationTiming, webhookHttpOptions } from '../server/config';
+import { linkBaseUrl, readConfig, temporalSettings, verificationTiming } from '../server/config';
 import { openDatabase } from '../server/database';
 import { startService } from '../server/service';
 import { ensureLocalSetup } from '../server/bootstrap';
@@ -11,17 +11,13 @@ import { createLogger } from '../core/logging';
 import { systemClock } from '../core/clock';
 import { createDomain, createKey, createOrganization } from '../core/provisioning';
 import { identityDeps } from '../core/domains/identity';
-import { createDnsResolver } from '../core/domains/dns';
 import type { Permission, KeyMode, Plan, Stream } from '../db/entities';
 import { isUuid } from '../db/ids';
 import { closeUnconfirmedBatch, countUnconfirmed } from '../db/sql/unconfirmed';
 import { parseDuration } from '../core/time';
 import { CLOSE_UNCONFIRMED_SIGNAL } from '../workflows/send-email';
-import { createThreadMailer } from '../activities/mailer-thread';
-import { createActivities } from '../activities';
-import { createWebhookHttp } from '../activities/webhook-http';
 import { closeUnconfirmed } from '../activities/send-email';
-import { runTemporalWorker } from '../worker/temporal-worker';
+import { startTemporalWorkers } from '../server/temporal-workers';
 import { OperatorError, setPlan, setWarmupStage } from '../core/limits/operator';
 import { organizationLimit, stageLimit } from '../core/limits/caps';
 import { installTemporalRuntime } from '../worker/temporal-runtime';
@@ -181,33 +177,9 @@ async function worker(): Promise<void> {
   installTemporalRuntime(log.child({ component: 'temporal' }));
   if (config.production && !config.smtpUrl) throw new UsageError('SMTP_URL is required with NODE_ENV=production');
   const db = await openDatabase(config, log);
-  const workerOrm = db.orm;
-  // Without SMTP_URL, relay into the dev inbox that `svc start` runs on DEV_SMTP_PORT.
-  const mailer = config.smtpUrl
-    ? createThreadMailer(config.smtpUrl, false, config.workerConcurrency)
-    : createThreadMailer(`smtp://127.0.0.1:${config.devSmtpPort}`, true, config.workerConcurrency);
-  const webhooks = createWebhookHttp(webhookHttpOptions(config));
-  const activities = createActivities({
-    orm: workerOrm,
-    mailer,
-    clock: systemClock,
-    log: log.child({ component: 'activities' }),
-    ...identityDeps({ ...config, publicUrl: linkBaseUrl(config, config.port) }),
-    dns: createDnsResolver(config.dnsServers),
-    webhooks,
-    sendSlots: config.workerConcurrency * 2,
-  });
-  const running = await runTemporalWorker({
-    settings: temporalSettings(config),
-    activities,
-    sendRatePerSecond: config.sendRatePerSecond,
-    concurrency: config.workerConcurrency,
-    log,
-  });
+  const running = await startTemporalWorkers(config, db.orm, log);
   const stop = async () => {
     await running.stop();
-    mailer.close();
-    webhooks.close();
     await db.close();
   };
   onShutdown(log, stop);

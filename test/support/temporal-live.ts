@@ -2,18 +2,12 @@ import pino from 'pino';
 import { Client, Connection } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal as proto } from '@temporalio/proto';
-import { linkBaseUrl, readConfig, webhookHttpOptions, type Config, type TemporalConfig } from '../../server/config';
+import { readConfig, type Config, type TemporalConfig } from '../../server/config';
+import { startTemporalWorkers } from '../../server/temporal-workers';
 import { startService, type Service } from '../../server/service';
-import { createActivities } from '../../activities';
-import { createThreadMailer } from '../../activities/mailer-thread';
-import { createWebhookHttp } from '../../activities/webhook-http';
 import { openOrm } from '../../db/orm';
 import type { Stream } from '../../db/entities';
-import { systemClock } from '../../core/clock';
-import { createDnsResolver } from '../../core/domains/dns';
-import { identityDeps } from '../../core/domains/identity';
 import { createDomain, createKey, createOrganization } from '../../core/provisioning';
-import { runTemporalWorker } from '../../worker/temporal-worker';
 import { installTemporalRuntime } from '../../worker/temporal-runtime';
 import { newDatabase } from './pg';
 import { SmtpSink } from './sink';
@@ -55,7 +49,7 @@ export interface RunOnServer {
 
 /**
  * ENGINE=temporal end to end for one suite, set up like a deployment: the API service (client
- * engine, outbox, dispatchers, sweep) and a `svc worker` built as cli/svc.ts builds it (the same
+ * engine, outbox, dispatchers, sweep) and `svc worker`'s workers from its own builder (the same
  * identity secrets, thread mailer, DNS servers and webhook client as the API's configuration), in
  * this process, on a task queue of its own so suites sharing one dev server never take each other's
  * work. Around them: an SMTP sink as the relay, a DNS server on loopback as DNS_SERVERS, one
@@ -129,32 +123,12 @@ export async function startLiveStack(ctx: Mocha.Context, opts: LiveOptions): Pro
     const service = await startService(config, { log });
     stops.push(() => service.stop());
 
-    // `svc worker` (cli/svc.ts), with this configuration: the same DATA_DIR secrets key as the API,
-    // so it signs with the DKIM keys the API generated and makes the links the API answers.
+    // `svc worker`'s own builder, with this configuration: the same DATA_DIR secrets key as the
+    // API, so it signs with the DKIM keys the API generated and makes the links the API answers.
     const workerOrm = await openOrm(service.db.url, 5);
     stops.push(() => workerOrm.close());
-    const mailer = createThreadMailer(smtpUrl, false, config.workerConcurrency);
-    // Closed before the sink stops: its pooled connections would hold the sink's close for 30 s.
-    stops.push(() => mailer.close());
-    const webhooks = createWebhookHttp(webhookHttpOptions(config));
-    stops.push(() => webhooks.close());
-    const activities = createActivities({
-      orm: workerOrm,
-      mailer,
-      clock: systemClock,
-      log,
-      ...identityDeps({ ...config, publicUrl: linkBaseUrl(config, service.port) }),
-      dns: createDnsResolver(config.dnsServers),
-      webhooks,
-      sendSlots: config.workerConcurrency * 2,
-    });
-    const worker = await runTemporalWorker({
-      settings: { ...temporal, retryBaseSeconds: config.retryBaseSeconds },
-      activities,
-      sendRatePerSecond: config.sendRatePerSecond,
-      concurrency: config.workerConcurrency,
-      log,
-    });
+    const worker = await startTemporalWorkers(config, workerOrm, log, service.port);
+    // Stopped before the sink: its pooled connections would hold the sink's close for 30 s.
     stops.push(() => worker.stop());
 
     const connection = await Connection.connect({ address });
