@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { SCHEDULE_LEAD_MS } from '../worker/outbox';
+import { SCHEDULE_LEAD_MS } from '../worker/engine';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import type { TemporalSettings } from '../worker/temporal-engine';
 

@@ -59,6 +59,12 @@ export interface Engine {
   stop(): Promise<void>;
 }
 
+/**
+ * Default lead of a scheduled message's timer run (TEMPORAL_SCHEDULE_LEAD_SECONDS): nearer mail
+ * waits in the outbox, whose once-a-second look would otherwise race its own due time.
+ */
+export const SCHEDULE_LEAD_MS = 60_000;
+
 /** A start with a signal named a run that has ended: nothing will act on the signal. */
 export class RunEndedError extends Error {
   constructor(readonly workflowId: string) {

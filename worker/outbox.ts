@@ -10,7 +10,7 @@ import { claimScheduled } from '../db/sql/scheduled-timers';
 import { sendBatch, type SendBatchInput } from '../workflows/send-batch';
 import type { QueueName } from '../workflows/definition';
 import { sendRateRoom, takeSendRate } from '../db/sql/send-rate';
-import { RunEndedError, type Engine, type RunLabels, type StartOptions } from './engine';
+import { RunEndedError, SCHEDULE_LEAD_MS, type Engine, type RunLabels, type StartOptions } from './engine';
 import { Poller } from './poller';
 import type { SendCaps } from './send-caps';
 
@@ -99,12 +99,6 @@ export interface OutboxOptions {
    */
   scheduleLeadMs?: number;
 }
-
-/**
- * Default lead of a scheduled message's timer run: mail nearer than this waits here, where the
- * once-a-second look would otherwise race its own due time.
- */
-export const SCHEDULE_LEAD_MS = 60_000;
 
 /**
  * The outbox: the API's statement stores a message with enqueued_at null and returns; this
