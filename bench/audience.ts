@@ -1,5 +1,5 @@
 /**
- * The audience phases of `npm run bench`: contact upserts under load (beside the baseline), then
+ * The audience phase of `npm run bench` (BENCH_ONLY=audience): contact upserts under load (beside the baseline), then
  * one organization seeded with 100,000 contacts and 5 topics by INSERT ... SELECT generate_series,
  * where a two-condition segment is counted and the contacts list is paged with a topic filter,
  * over HTTP against the running service.
@@ -8,6 +8,7 @@ import type { Service } from '../server/service';
 import type { Orm } from '../db/orm';
 import { createKey } from '../core/provisioning';
 import { benchOrganization } from './org';
+import { f, load, loadRow, n, SINGLE_CONCURRENCY, type LoadResult, type Phase } from './phase';
 
 export const AUDIENCE_CONTACTS = 100_000;
 const COUNT_RUNS = 30;
@@ -127,3 +128,65 @@ export async function benchAudienceReads(service: Service): Promise<AudienceResu
   }
   return { seedSeconds, subscriptionRows, segments, lists };
 }
+
+export interface AudiencePhaseResult {
+  /** POST /contacts under load, a new contact per request (after a discarded warm-up). */
+  upsert: LoadResult;
+  reads: AudienceResult;
+}
+
+/** The upserts' row of BENCHMARKS.md's first table (bench/sends.ts): a request accepts no message. */
+export function audienceRow(r: AudiencePhaseResult): string {
+  return loadRow(
+    `POST /contacts, a new contact with properties and a topic per request (concurrency ${SINGLE_CONCURRENCY})`,
+    r.upsert,
+    null,
+  );
+}
+
+/** The upserts' note under the first table. */
+export function audienceNote(r: AudiencePhaseResult, base: LoadResult): string {
+  return `- Contact upserts run at **${f((r.upsert.rps / base.rps) * 100, 0)}%** of the baseline's request rate (goal ≥ 40%).`;
+}
+
+/** BENCHMARKS.md's "Audience reads" section. */
+function audienceSection({ reads }: AudiencePhaseResult): string {
+  const segments = reads.segments.map(
+    (s) =>
+      `| \`GET /segments/:id\` (${s.name}) | contact_count ${s.contactCount} | ${s.timings.runs} | ${f(s.timings.p50)} | ${f(s.timings.p95)} | ${f(s.timings.max)} | < 100 ms |`,
+  );
+  const lists = reads.lists.map(
+    (l) =>
+      `| \`GET /contacts?${l.query}\`, pages of 25 following next_cursor | | ${l.timings.runs} | ${f(l.timings.p50)} | ${f(l.timings.p95)} | ${f(l.timings.max)} | p95 < 20 ms |`,
+  );
+  return `## Audience reads
+
+${n(AUDIENCE_CONTACTS)} contacts and 5 topics in one organization (seeded by \`INSERT ... SELECT generate_series\` in ${f(reads.seedSeconds)} s; ${n(reads.subscriptionRows)} explicit subscription rows), measured over HTTP
+one request at a time, authentication included. Query plans: docs/audience.md.
+
+| Request | Result | Runs | p50 ms | p95 ms | max ms | Goal |
+|---|---|---|---|---|---|---|
+${[...segments, ...lists].join('\n')}
+`;
+}
+
+export const audiencePhase: Phase<'audience'> = {
+  name: 'audience',
+  async run({ log, startService }) {
+    const service = await startService('bench_service_audience');
+    const org = await benchOrganization(service.db.orm, 'Bench audience');
+    const tokens: string[] = [];
+    for (let i = 0; i < SINGLE_CONCURRENCY; i++)
+      tokens.push(
+        (await createKey(service.db.orm, org.id, { name: `bench-${i}`, permission: 'send', mode: 'live', rateLimit: 1000 })).token,
+      );
+    log.info('POST /contacts (a new contact per request)');
+    await load(`${service.url}/api/v1/contacts`, tokens, UPSERT_BODY, SINGLE_CONCURRENCY);
+    const upsert = await load(`${service.url}/api/v1/contacts`, tokens, UPSERT_BODY, SINGLE_CONCURRENCY);
+    log.info({ contacts: AUDIENCE_CONTACTS }, 'segments and lists over a seeded audience');
+    const reads = await benchAudienceReads(service);
+    await service.stop();
+    return { upsert, reads };
+  },
+  section: audienceSection,
+};

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import Router from '@koa/router';
 import { Pool } from 'pg';
+import { load, MESSAGE, POOL, SINGLE_CONCURRENCY, type LoadResult } from './phase';
 
 /** The yardstick: a bare Koa route that parses JSON and does one PostgreSQL insert. */
 export async function startBaseline(databaseUrl: string, poolSize: number): Promise<{ url: string; stop: () => Promise<void> }> {
@@ -33,4 +34,13 @@ export async function startBaseline(databaseUrl: string, poolSize: number): Prom
       await pool.end();
     },
   };
+}
+
+/** The baseline's requests/s and latency: started on `databaseUrl`, loaded once discarded and once measured, stopped. */
+export async function measureBaseline(databaseUrl: string): Promise<LoadResult> {
+  const baseline = await startBaseline(databaseUrl, POOL);
+  await load(baseline.url, ['none'], MESSAGE, SINGLE_CONCURRENCY).catch(() => undefined); // warm-up run discarded
+  const base = await load(baseline.url, ['none'], MESSAGE, SINGLE_CONCURRENCY);
+  await baseline.stop();
+  return base;
 }

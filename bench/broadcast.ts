@@ -1,5 +1,5 @@
 /**
- * The broadcast phase of `npm run bench` (issue 18): one organization seeded with 100,000
+ * The broadcast phase of `npm run bench` (issue 18; BENCH_ONLY=broadcast): one organization seeded with 100,000
  * subscribed contacts by INSERT ... SELECT generate_series, a segment of all subscribed contacts
  * and a verified bulk-stream domain; one broadcast created over HTTP with an ADMIN key, timed from
  * the POST until its fan-out cursor (`broadcasts.enqueued`) reaches the frozen recipient count,
@@ -9,6 +9,8 @@ import type { Logger } from 'pino';
 import type { Service } from '../server/service';
 import { createDomain, createKey } from '../core/provisioning';
 import { benchOrganization } from './org';
+import { f, n, type Phase } from './phase';
+import { countingSink } from './sink';
 
 export interface BroadcastResult {
   contacts: number;
@@ -161,3 +163,58 @@ export async function benchBroadcast(
     stored,
   };
 }
+
+/** BENCH_BROADCAST_CONTACTS: the audience of the broadcast phase (contacts seeded in SQL, all subscribed). */
+const BROADCAST_CONTACTS = Number(process.env.BENCH_BROADCAST_CONTACTS || 100_000);
+
+/** One broadcast on its own service, with the service's start-to-stop wall time and, of it, the stop. */
+export type BroadcastPhaseResult = (BroadcastResult & { wallSeconds: number; stopSeconds: number })[];
+
+/** BENCHMARKS.md's "Broadcast fan-out" section. */
+function broadcastSection(broadcasts: BroadcastPhaseResult): string {
+  return `## Broadcast fan-out
+
+${n(BROADCAST_CONTACTS)} subscribed contacts (first name and a \`plan\` property) seeded by \`INSERT ... SELECT generate_series\` in ${f(broadcasts[0].seedSeconds)} s,
+a segment of every subscribed contact and a verified bulk-stream domain; one \`POST /broadcasts\` (ADMIN key), timed until the fan-out cursor
+(\`broadcasts.enqueued\`, polled every 100 ms) reached the frozen recipient count: the audience frozen into \`broadcast_recipients\`, then
+pages of 1,000 through the accept path, each message an \`emails\` row. Resident memory of the process (the service runs in it) sampled every
+100 ms (the second broadcast runs in the same process after the first, so it starts from where the first left it). Live mail leaves meanwhile to a loopback counting sink at the platform send rate (12/s); the service stops when the last recipient is
+accepted. Each broadcast on a fresh database: plain subject, html and text, then a published template rendering \`{{first_name}}\` and \`{{plan}}\` per recipient.
+
+| Measure | ${broadcasts.map((b) => (b.template ? 'Template per recipient' : 'Plain content')).join(' | ')} | Goal |
+|---|${broadcasts.map(() => '---|').join('')}---|
+| Recipients enqueued per second | ${broadcasts.map((b) => `**${f(b.perSecond, 0)}** (${n(b.recipients)} in ${f(b.seconds)} s)`).join(' | ')} | ≥ 5,000 |
+| POST → audience frozen (of it, created → freeze started) | ${broadcasts.map((b) => `${f(b.freezeSeconds, 2)} s (${f(b.dispatchSeconds, 2)} s)`).join(' | ')} | |
+| Audience frozen → last recipient accepted | ${broadcasts.map((b) => `${f(b.pagesSeconds)} s`).join(' | ')} | |
+| Process RSS at the POST → peak → end | ${broadcasts.map((b) => `${f(b.rssStartMiB, 0)} → ${f(b.rssPeakMiB, 0)} → ${f(b.rssEndMiB, 0)} MiB`).join(' | ')} | flat |
+| Messages stored / delivered to the sink meanwhile | ${broadcasts.map((b) => `${n(b.stored)} / ${b.delivered}`).join(' | ')} | |
+| Wall time: service start, seeding, broadcast, stop (of it, the stop) | ${broadcasts.map((b) => `${f(b.wallSeconds)} s (${f(b.stopSeconds)} s)`).join(' | ')} | |
+`;
+}
+
+/**
+ * The broadcast phase of `npm run bench` (BENCH_ONLY=broadcast): a broadcast to BROADCAST_CONTACTS
+ * seeded contacts, plain and then with a template rendered per recipient, each on a fresh service
+ * whose live mail goes to a counting sink at the platform send rate. The service stops as soon as
+ * the fan-out has accepted every recipient: the backlog it leaves would otherwise drain into the
+ * phases after it.
+ */
+export const broadcastPhase: Phase<'broadcast'> = {
+  name: 'broadcast',
+  async run({ log, startService }) {
+    const sink = await countingSink();
+    const results: BroadcastPhaseResult = [];
+    for (const template of [false, true]) {
+      const t0 = performance.now();
+      const service = await startService('bench_service_broadcast', { smtpPort: sink.port });
+      const r = await benchBroadcast(service, sink, log, { contacts: BROADCAST_CONTACTS, template });
+      const t1 = performance.now();
+      await service.stop();
+      const t2 = performance.now();
+      results.push({ ...r, wallSeconds: (t2 - t0) / 1000, stopSeconds: (t2 - t1) / 1000 });
+    }
+    await sink.close();
+    return results;
+  },
+  section: broadcastSection,
+};

@@ -3,6 +3,7 @@ import type { Service } from '../server/service';
 import type { Clock } from '../core/clock';
 import { createDomain, createKey, createOrganization } from '../core/provisioning';
 import { benchOrganization } from './org';
+import { f, n, type Phase } from './phase';
 
 export interface ParkResult {
   messages: number;
@@ -181,3 +182,56 @@ export async function benchPickup(service: Service, log: Logger, backlog: number
   const bulkSent = (await count(service, `select count(*) from emails where domain_id = ? and status <> 'queued'`, [bulk.id])) - bulkBefore;
   return { backlog, sends, p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: Math.max(...latencies), bulkSent };
 }
+
+/** BENCH_PARKED: messages parked behind a spent cap and released at a simulated day turn. */
+const PARKED = Number(process.env.BENCH_PARKED || 100_000);
+/** BENCH_BULK_BACKLOG: the bulk backlog transactional pickup is measured behind (here and in bench/drain.ts). */
+export const BULK_BACKLOG = Number(process.env.BENCH_BULK_BACKLOG || 10_000);
+/** BENCH_PICKUP_SENDS: transactional sends timed behind that backlog. */
+export const PICKUP_SENDS = Number(process.env.BENCH_PICKUP_SENDS || 60);
+
+export interface CapsPhaseResult {
+  park: ParkResult;
+  pickup: PickupResult;
+}
+
+/** BENCHMARKS.md's "Daily caps and stream isolation" section. */
+function capsSection(caps: CapsPhaseResult): string {
+  return `## Daily caps and stream isolation
+
+Parking: ${n(caps.park.messages)} live messages (seeded in SQL) behind an organization cap already spent, parked by the
+outbox's reserve statement, one per message. Release: the simulated clock turns the UTC day and the release step
+wakes them all in pages of 1,000. Pickup: ${n(caps.pickup.backlog)} bulk messages queued (seeded), then one transactional
+send every 250 ms through the API, each timed from acceptance to its \`sent\` event, at the platform send rate (12/s).
+
+| Measure | Result | Goal |
+|---|---|---|
+| Parking rate | ${f(caps.park.parkedPerSecond, 0)} messages/s (${f(caps.park.parkSeconds)} s) | |
+| Row updates on \`emails\` per parked message | ${f(caps.park.updatesPerMessage, 2)} | ≤ 1 |
+| Release rate at the day turn | ${f(caps.park.releasedPerSecond, 0)} messages/s (${f(caps.park.releaseSeconds)} s) | |
+| Process RSS before the release → peak during it | ${f(caps.park.rssBeforeMiB, 0)} → ${f(caps.park.rssPeakMiB, 0)} MiB | flat |
+| Transactional pickup p50 behind ${n(caps.pickup.backlog)} bulk | ${f(caps.pickup.p50, 0)} ms | |
+| Transactional pickup p99 behind ${n(caps.pickup.backlog)} bulk | ${f(caps.pickup.p99, 0)} ms | < 1,000 ms |
+| Transactional pickup, slowest | ${f(caps.pickup.max, 0)} ms | |
+| Bulk messages sent meanwhile (the backlog drains at the send rate) | ${caps.pickup.bulkSent} | |
+`;
+}
+
+/**
+ * The caps phase of `npm run bench` (BENCH_ONLY=caps): parking and release behind a spent cap, then
+ * transactional pickup behind a bulk backlog, each on a service of its own.
+ */
+export const capsPhase: Phase<'caps'> = {
+  name: 'caps',
+  async run({ log, startService }) {
+    const clock = new BenchClock();
+    const parkService = await startService('bench_service_caps', { clock });
+    const park = await benchPark(parkService, clock, log, PARKED);
+    await parkService.stop();
+    const streamService = await startService('bench_service_streams');
+    const pickup = await benchPickup(streamService, log, BULK_BACKLOG, PICKUP_SENDS);
+    await streamService.stop();
+    return { park, pickup };
+  },
+  section: capsSection,
+};

@@ -4,6 +4,8 @@ import type { Logger } from 'pino';
 import type { Service } from '../server/service';
 import { createDomain, createKey } from '../core/provisioning';
 import { benchOrganization } from './org';
+import { f, n, type Phase } from './phase';
+import { countingSink } from './sink';
 
 /** One minute's mark of the soak. */
 export interface SoakSample {
@@ -208,3 +210,66 @@ export async function benchSoak(
     firstError,
   };
 }
+
+/** BENCH_SOAK_MINUTES, BENCH_SOAK_RATE: the soak's live messages a second through POST /emails/batch, for this many minutes. */
+const SOAK_MINUTES = Number(process.env.BENCH_SOAK_MINUTES || 30);
+const SOAK_RATE = Number(process.env.BENCH_SOAK_RATE || 100);
+/**
+ * The soak's service keeps finished workflows a tenth of the soak (3 minutes of 30), so the engine's
+ * tables reach their bound early and the second half shows whether they stay there.
+ */
+const SOAK_RETENTION_MINUTES = SOAK_MINUTES / 10;
+
+/** BENCHMARKS.md's "Soak" section. */
+function soakSection(soak: SoakResult): string {
+  // Rounded first: a slope of -0.2 rows a minute reads 0, not -0.
+  const whole = (x: number) => f(Math.round(x) + 0, 0);
+  const last = soak.samples[soak.samples.length - 1];
+  const half = Math.floor(soak.minutes / 2);
+  return `## Soak
+
+${n(soak.ratePerSecond)} live messages a second for ${soak.minutes} minutes through \`POST /emails/batch\` (each second's messages in batches of up to
+100, sent at the start of that second), to a loopback SMTP sink that only counts, with \`SEND_RATE_PER_SECOND\` lifted and
+\`ENGINE_RETENTION_HOURS\` at ${f(soak.retentionMinutes)} minutes (a tenth of the soak, so the engine's tables reach their bound early). Every minute:
+the process's resident memory and V8 heap after a full GC (the service runs in it), the messages accepted and delivered to the sink so far,
+and the rows of DBOS's \`workflow_status\` (one per workflow; of them active: running, queued or delayed, which retention never
+touches) and \`operation_outputs\` (one per step) and of \`emails\`.
+
+| Minute | RSS MiB | Heap MiB | Accepted | Delivered | \`workflow_status\` (active) | \`operation_outputs\` | \`emails\` |
+|---|---|---|---|---|---|---|---|
+${soak.samples.map((s) => `| ${s.minute} | ${f(s.rssMiB, 0)} | ${f(s.heapMiB, 0)} | ${n(s.accepted)} | ${n(s.delivered)} | ${n(s.workflows)} (${n(s.active)}) | ${n(s.steps)} | ${n(s.emails)} |`).join('\n')}
+
+| Measure (second half: minutes ${half}–${soak.minutes}, least-squares slopes) | Result | Goal |
+|---|---|---|
+| RSS growth | **${f(soak.rssSlopeMiBPerMinute, 2)} MiB/minute** | flat |
+| V8 heap growth | ${f(soak.heapSlopeMiBPerMinute, 2)} MiB/minute | flat |
+| Finished workflows (\`workflow_status\` rows not active) | ${whole(soak.finishedSlopePerMinute)}/minute; highest ${n(soak.firstHalfMax.finished)} in the first half, ${n(soak.secondHalfMax.finished)} in the second | bounded |
+| \`operation_outputs\` rows | ${whole(soak.stepsSlopePerMinute)}/minute; highest ${n(soak.firstHalfMax.steps)} in the first half, ${n(soak.secondHalfMax.steps)} in the second | bounded |
+| Engine rows bounded: finished workflows and steps (second half's highest ≤ ${BOUND_RATIO} × the first half's) | **${soak.engineBounded ? 'yes' : 'no'}** | yes |
+| Active workflows (the engine's backlog: started, not finished) | ${whole(soak.activeSlopePerMinute)}/minute | |
+| Delivered / accepted at the end | ${n(last.delivered)} / ${n(last.accepted)} (${f((last.delivered / Math.max(1, last.accepted)) * 100, 0)}%) | |
+| Seconds sent more than a second late / batches refused | ${soak.lateSeconds} / ${soak.errors}${soak.errors ? ` (first: ${soak.firstError.replaceAll('|', '\\|')})` : ''} | 0 / 0 |
+`;
+}
+
+/**
+ * The soak phase of `npm run bench` (BENCH_ONLY=soak; issue "Delivery throughput"): SOAK_RATE live
+ * messages a second for SOAK_MINUTES to a counting sink with the send rate lifted, memory and table
+ * sizes every minute.
+ */
+export const soakPhase: Phase<'soak'> = {
+  name: 'soak',
+  async run({ log, startService }) {
+    const sink = await countingSink();
+    const service = await startService('bench_service_soak', {
+      smtpPort: sink.port,
+      sendRatePerSecond: 100_000,
+      engineRetentionHours: SOAK_RETENTION_MINUTES / 60,
+    });
+    const r = await benchSoak(service, sink, log, { minutes: SOAK_MINUTES, rate: SOAK_RATE, retentionMinutes: SOAK_RETENTION_MINUTES });
+    await service.stop();
+    await sink.close();
+    return r;
+  },
+  section: soakSection,
+};

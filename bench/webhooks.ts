@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Service } from '../server/service';
 import { createDomain, createKey } from '../core/provisioning';
 import { benchOrganization } from './org';
+import { f, n, SECONDS, type Phase } from './phase';
 
 export interface WebhookBenchResult {
   /** Deliveries in the burst, and how fast they reached the receiver (first to last). */
@@ -119,3 +120,37 @@ export async function benchWebhooks(
     steady: { events: total, rate: opts.rate, p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: Math.max(...latencies) },
   };
 }
+
+/** BENCH_WEBHOOK_DELIVERIES: deliveries in the burst; BENCH_WEBHOOK_RATE: the steady event rate (per second) of the latency measurement. */
+const WEBHOOK_DELIVERIES = Number(process.env.BENCH_WEBHOOK_DELIVERIES || 10_000);
+const WEBHOOK_RATE = Number(process.env.BENCH_WEBHOOK_RATE || 100);
+
+/** BENCHMARKS.md's "Webhook deliveries" section. */
+function webhooksSection(r: WebhookBenchResult): string {
+  return `## Webhook deliveries
+
+One endpoint on a loopback receiver that answers 200 at once, signed as in production, on the
+embedded engine: first attempts in WebhookFirstAttempts batches (one run per dispatcher pass). Burst: ${n(r.burst.deliveries)} \`email.queued\` events written in
+one statement (the fan-out trigger adds the deliveries), timed from the events to the last arrival. Steady: one
+send per ${f(1000 / r.steady.rate, 0)} ms for ${SECONDS} s, each timed from its event's \`created_at\` to its POST's arrival.
+
+| Measure | Result | Goal |
+|---|---|---|
+| Deliveries per second (burst) | ${f(r.burst.perSecond)} (${f(r.burst.seconds)} s) | ≥ 500 |
+| Event → first attempt p50 at ${r.steady.rate}/s | ${f(r.steady.p50, 0)} ms | < 1,000 ms |
+| Event → first attempt p99 at ${r.steady.rate}/s | ${f(r.steady.p99, 0)} ms | < 3,000 ms |
+| Event → first attempt, slowest | ${f(r.steady.max, 0)} ms | |
+`;
+}
+
+/** The webhooks phase of `npm run bench` (BENCH_ONLY=webhooks): a burst of deliveries, then first-attempt latency at a steady rate. */
+export const webhooksPhase: Phase<'webhooks'> = {
+  name: 'webhooks',
+  async run({ log, startService }) {
+    const service = await startService('bench_service_webhooks');
+    const r = await benchWebhooks(service, log, { deliveries: WEBHOOK_DELIVERIES, rate: WEBHOOK_RATE, seconds: SECONDS });
+    await service.stop();
+    return r;
+  },
+  section: webhooksSection,
+};

@@ -1,0 +1,110 @@
+/**
+ * CPU seconds of each process the Temporal phase (bench/temporal.ts) runs on, from /proc (Linux):
+ * taken at each measured drain's and the automation runs' start and end, so the result says where
+ * the machine's cores went.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** Seconds of CPU (user + system) each part of the machine used during one measured drain. */
+export interface CpuUse {
+  wallSeconds: number;
+  /** This process: the API, its outbox, the counting sink (and, on the embedded engine, the engine and its SMTP client thread). */
+  bench: number;
+  /** The embedded PostgreSQL's processes (null with DATABASE_URL). */
+  postgres: number | null;
+  /** The Temporal dev server and the `svc worker` processes (0 on the embedded engine). */
+  server: number;
+  workers: number;
+}
+
+export interface CpuSnapshot {
+  at: number;
+  bench: number;
+  postgres: number | null;
+  server: number;
+  workers: number;
+}
+
+/** CPU seconds of the processes the phase runs on, read from /proc (Linux; elsewhere only this process's). */
+export class CpuMeter {
+  /** Set once the Temporal processes run. */
+  temporal: { server: number; workers: number[] } | null = null;
+
+  constructor(private readonly dataDir: string) {}
+
+  snapshot(): CpuSnapshot {
+    const u = process.cpuUsage();
+    const table = procTable();
+    const tree = (pid: number | null) => (pid === null || !table ? 0 : treeSeconds(table, pid));
+    const pg = this.postmaster();
+    return {
+      at: performance.now(),
+      bench: (u.user + u.system) / 1e6,
+      postgres: pg === null || !table ? null : tree(pg),
+      server: this.temporal ? tree(this.temporal.server) : 0,
+      workers: this.temporal ? this.temporal.workers.reduce((s, pid) => s + tree(pid), 0) : 0,
+    };
+  }
+
+  since(a: CpuSnapshot): CpuUse {
+    const b = this.snapshot();
+    return {
+      wallSeconds: (b.at - a.at) / 1000,
+      bench: b.bench - a.bench,
+      postgres: a.postgres === null || b.postgres === null ? null : b.postgres - a.postgres,
+      server: b.server - a.server,
+      workers: b.workers - a.workers,
+    };
+  }
+
+  private postmaster(): number | null {
+    try {
+      return Number(fs.readFileSync(path.join(this.dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]) || null;
+    } catch {
+      return null;
+    }
+  }
+}
+
+/** Linux's clock ticks a second (sysconf(_SC_CLK_TCK)), 100 on every platform Node runs Linux on. */
+const TICKS = 100;
+
+interface ProcRow {
+  ppid: number;
+  /** utime + stime + cutime + cstime (exited children it waited for included), seconds. */
+  seconds: number;
+}
+
+function procTable(): Map<number, ProcRow> | null {
+  if (process.platform !== 'linux') return null;
+  const table = new Map<number, ProcRow>();
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    let stat: string;
+    try {
+      stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8');
+    } catch {
+      continue; // gone meanwhile
+    }
+    // After "pid (comm) ": state ppid ... utime(14) stime(15) cutime(16) cstime(17), numbered from pid = 1.
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+    table.set(Number(name), { ppid: Number(f[1]), seconds: ticks / TICKS });
+  }
+  return table;
+}
+
+/** A process's CPU with its descendants'. */
+function treeSeconds(table: Map<number, ProcRow>, root: number): number {
+  let total = 0;
+  const children = new Map<number, number[]>();
+  for (const [pid, row] of table) children.set(row.ppid, [...(children.get(row.ppid) ?? []), pid]);
+  const stack = [root];
+  while (stack.length) {
+    const pid = stack.pop()!;
+    total += table.get(pid)?.seconds ?? 0;
+    stack.push(...(children.get(pid) ?? []));
+  }
+  return total;
+}
