@@ -9,7 +9,7 @@ import { invalidKey, rateLimited } from '../auth';
 import { ServiceError, validationError, type ErrorDetail } from '../errors';
 import { bodySchema, fromYup, isPlainObject } from '../validate';
 import { contactEmail } from '../contacts/schema';
-import { MAX_EVENT_NAME } from './definition';
+import { MAX_EVENT_NAME } from './limits';
 import { parseProperties, tooManyProperties, type PropertyPatch } from '../contacts/rules';
 
 const eventSchema = bodySchema({
@@ -96,7 +96,7 @@ export async function postEvent(
       throw err;
     }
     if (!row.known) throw invalidKey();
-    if (!row.admitted) throw rateLimited(row.rate_limit, false);
+    if (!row.admitted) throw rateLimited(row.rate_limit);
     if (row.mode !== 'live') throw eventTestKeyRefused();
     // The contact was created by a concurrent request after this statement's snapshot: the next
     // statement sees it (and is charged like any request).

@@ -7,6 +7,7 @@ import {
   type AutomationStep,
 } from '../../core/automations/definition';
 import { MAX_DURATION_SECONDS, parseDuration } from '../../core/automations/duration';
+import { sendEmailSchema } from '../../core/emails/schema';
 import { ServiceError, type ErrorDetail } from '../../core/errors';
 
 const TEMPLATE_ID = '0190b5d4-7c2e-7a61-9f00-3b1c2d4e5f60';
@@ -424,6 +425,69 @@ describe('Core: automation definitions (POST/PUT /automations bodies)', () => {
       assert.equal(details[50].message, 'problems past the first 50 are not listed');
       const props = Object.fromEntries(Array.from({ length: 100_000 }, (_, i) => [`bad key ${i}`, 1]));
       assert.equal(refusal(body([{ type: 'update_contact', properties: props }])).length, 51);
+    });
+  });
+
+  describe("parseAutomation: the send's rules for kind and tags", () => {
+    const tagged = (tags: unknown, kind?: unknown) => body([{ ...send(), tags, ...(kind === undefined ? {} : { kind }) }]);
+    const sendRefuses = (fields: Record<string, unknown>) => !sendEmailSchema.pick(['kind', 'tags']).isValidSync(fields);
+
+    it('accepts and refuses what a send does', () => {
+      const twenty = Array.from({ length: 20 }, (_, i) => ({ name: `n${i}`, value: 'v' }));
+      const longest = [{ name: 'n'.repeat(64), value: 'v'.repeat(256) }];
+      for (const tags of [twenty, longest, []]) {
+        assert.ok(!sendRefuses({ tags }));
+        assert.deepEqual((parseAutomation(tagged(tags)).definition.steps[0] as { tags: unknown }).tags, tags);
+      }
+      for (const [tags, field] of [
+        [[...twenty, { name: 'x', value: 'y' }], 'steps[0].tags'],
+        [[{ name: 'n'.repeat(65), value: 'v' }], 'steps[0].tags[0].name'],
+        [[{ name: 'n', value: 'v'.repeat(257) }], 'steps[0].tags[0].value'],
+        [[{ name: 'n\r', value: 'v' }], 'steps[0].tags[0].name'],
+        [[{ name: 'n' }], 'steps[0].tags[0].value'],
+      ] as const) {
+        assert.ok(sendRefuses({ tags }), field);
+        assert.deepEqual(fields(tagged(tags)), [field], JSON.stringify(tags).slice(0, 80));
+      }
+      assert.equal((parseAutomation(tagged([], 'digest.weekly')).definition.steps[0] as { kind: unknown }).kind, 'digest.weekly');
+      assert.ok(sendRefuses({ kind: 'k'.repeat(65) }));
+      assert.deepEqual(fields(tagged([], 'k'.repeat(65))), ['steps[0].kind']);
+    });
+
+    it('refuses a long list of tags without walking it, and never prints a value', () => {
+      assert.deepEqual(fields(tagged(Array.from({ length: 100_000 }, () => ({ name: 5 })))), ['steps[0].tags']);
+      const huge = 'x'.repeat(100_000);
+      for (const d of refusal(tagged([{ name: { huge }, value: [huge] }], { huge }))) assert.ok(d.message.length < 200, d.message);
+    });
+  });
+
+  describe('parseAutomation: each problem once, its message naming the field', () => {
+    it('gives one detail per refused field, nulls included', () => {
+      assert.deepEqual(fields({ name: null, enabled: null, trigger: null, steps: null }), ['name', 'enabled', 'trigger', 'steps']);
+      assert.deepEqual(fields(body([{ type: 'condition', if: null, then: null, else: null }])), [
+        'steps[0].if',
+        'steps[0].then',
+        'steps[0].else',
+      ]);
+      assert.deepEqual(fields(body([{ type: 'send_email', from: null, template: null, kind: null, tags: null }])), [
+        'steps[0].from',
+        'steps[0].kind',
+        'steps[0].template',
+        'steps[0].tags',
+      ]);
+    });
+
+    it('names the whole path in nested messages and in the summary', () => {
+      const input = body([
+        delay(),
+        { type: 'condition', if: { status: 'subscribed' }, then: [{ type: 'wait_for_event', event: '', timeout: 5 }] },
+      ]);
+      const [d] = refusal(input);
+      assert.equal(d.field, 'steps[1].then[0].event');
+      assert.match(d.message, /^steps\[1\]\.then\[0\]\.event /);
+      assert.throws(() => parseAutomation(body([{ type: 'delay', duration: 5, foo: 1 }])), {
+        message: 'invalid automation: steps[0] unknown field(s): foo',
+      });
     });
   });
 });
