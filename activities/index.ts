@@ -6,7 +6,9 @@ import type { WebhookFirstAttemptsActivities } from '../workflows/webhook-first-
 import type { BroadcastActivities } from '../workflows/broadcast';
 import type { AutomationRunActivities } from '../workflows/automation-run';
 import type { DnsResolver } from '../core/domains/dns';
-import { createSendEmailActivities, type SendEmailDeps } from './send-email';
+import { createDeliveryPass, type DeliveryDeps } from './delivery-pass';
+import { createSendEmailActivities } from './send-email';
+import { createSendBatchActivities } from './send-batch';
 import { createDomainVerificationActivities } from './domain-verification';
 import { createWebhookDeliveryActivities, type WebhookDeliveryDeps } from './webhook-delivery';
 import { createBroadcastActivities, type BroadcastDeps } from './broadcast';
@@ -20,12 +22,15 @@ export type Activities = SendEmailActivities &
   WebhookFirstAttemptsActivities &
   BroadcastActivities &
   AutomationRunActivities;
-export type ActivityDeps = SendEmailDeps & WebhookDeliveryDeps & BroadcastDeps & { dns: DnsResolver };
+export type ActivityDeps = DeliveryDeps & WebhookDeliveryDeps & BroadcastDeps & { dns: DnsResolver };
 
 /** Every activity the workflows call, built from narrow dependencies. */
 export function createActivities(deps: ActivityDeps): Activities {
+  // One pass for both delivery workflows: their SMTP transactions share one send gate.
+  const pass = createDeliveryPass(deps);
   return {
-    ...createSendEmailActivities(deps),
+    ...createSendEmailActivities(deps, pass),
+    ...createSendBatchActivities(deps, pass),
     ...createDomainVerificationActivities(deps),
     ...createWebhookDeliveryActivities(deps),
     ...createBroadcastActivities(deps),

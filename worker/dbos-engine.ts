@@ -1,9 +1,9 @@
-import { DBOS, Error as DBOSErrors } from '@dbos-inc/dbos-sdk';
+import { DBOS, Error as DBOSErrors, type StepConfig } from '@dbos-inc/dbos-sdk';
 import type { Logger } from 'pino';
 import type { Activities } from '../activities';
 import { isNonRetryable } from '../activities/errors';
-import { retryPolicy, type RetryClass, type WorkflowContext } from '../workflows/context';
-import { QUEUES, type QueueName } from '../workflows/definition';
+import { retryPolicy, type WorkflowContext } from '../workflows/context';
+import { QUEUES, type ActivityDef, type QueueName } from '../workflows/definition';
 import { WORKFLOWS } from '../workflows';
 import type { Stream } from '../db/entities';
 import type { Engine } from './engine';
@@ -42,19 +42,29 @@ const PRIORITY: Record<Stream, number> = { transactional: 1, bulk: 2 };
 const registered = new Map<string, (input: unknown) => Promise<unknown>>();
 let current: { activities: Activities; retryBaseSeconds: number } | undefined;
 
-/** The context one workflow gets: only its own activities (those its retry map names), as DBOS steps. */
-function dbosContext<A extends object>(activities: A, retry: Record<keyof A, RetryClass>, retryBaseSeconds: number): WorkflowContext<A> {
+/**
+ * A DBOS step's options for an activity: the retry policy of its definition. Where it runs is
+ * Temporal's concern (task queues); the embedded engine runs every step in this process.
+ */
+export function stepOptions(def: ActivityDef, retryBaseSeconds: number): StepConfig {
+  const policy = retryPolicy(def.retry, retryBaseSeconds);
+  return {
+    retriesAllowed: true,
+    maxAttempts: policy.maxAttempts,
+    intervalSeconds: policy.initialIntervalSeconds,
+    backoffRate: policy.backoffCoefficient,
+    shouldRetry: (err) => !isNonRetryable(err),
+  };
+}
+
+/** The context one workflow gets: only its own activities (those its definition lists), as DBOS steps. */
+function dbosContext<A extends object>(activities: A, defs: Record<keyof A, ActivityDef>, retryBaseSeconds: number): WorkflowContext<A> {
   const proxy = {} as Record<string, unknown>;
-  for (const name of Object.keys(retry) as (keyof A & string)[]) {
-    const policy = retryPolicy(retry[name], retryBaseSeconds);
+  for (const name of Object.keys(defs) as (keyof A & string)[]) {
     proxy[name] = (...args: unknown[]) =>
       DBOS.runStep(() => (activities[name] as (...a: unknown[]) => Promise<unknown>)(...args), {
         name,
-        retriesAllowed: true,
-        maxAttempts: policy.maxAttempts,
-        intervalSeconds: policy.initialIntervalSeconds,
-        backoffRate: policy.backoffCoefficient,
-        shouldRetry: (err) => !isNonRetryable(err),
+        ...stepOptions(defs[name], retryBaseSeconds),
       });
   }
   return {
@@ -79,7 +89,7 @@ export async function startDbosEngine(opts: DbosEngineOptions): Promise<Engine> 
     const run = DBOS.registerWorkflow(
       async (input: unknown) => {
         if (!current) throw new Error('embedded engine not started');
-        return def.body(dbosContext(current.activities, def.retry, current.retryBaseSeconds), input);
+        return def.body(dbosContext(current.activities, def.activities, current.retryBaseSeconds), input);
       },
       { name: def.name },
     );

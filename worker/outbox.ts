@@ -1,16 +1,12 @@
 import type { Logger } from 'pino';
 import type { Orm } from '../db/orm';
-import type { KeyMode, Stream } from '../db/entities';
-import { claimOutbox, markEnqueued, outboxHasDue, type OutboxRow } from '../db/sql/claim-outbox';
+import { claimOutbox, markEnqueued, outboxHasDue } from '../db/sql/claim-outbox';
 import type { Clock } from '../core/clock';
 import { systemClock } from '../core/clock';
-import { createHash } from 'node:crypto';
-import { ADMITTED_SIGNAL, sendEmail, type SendEmailInput } from '../workflows/send-email';
 import { claimScheduled } from '../db/sql/scheduled-timers';
-import { sendBatch, type SendBatchInput } from '../workflows/send-batch';
-import type { QueueName } from '../workflows/definition';
 import { sendRateRoom, takeSendRate } from '../db/sql/send-rate';
-import { RunEndedError, SCHEDULE_LEAD_MS, type Engine, type RunLabels, type StartOptions } from './engine';
+import { SCHEDULE_LEAD_MS, type Engine } from './engine';
+import { LANES, QUEUE_OF, runsOf, startRun, startTimerRun, type Lane } from './outbox-runs';
 import { Poller } from './poller';
 import type { SendCaps } from './send-caps';
 
@@ -29,24 +25,6 @@ const SAFETY_POLL_MS = 1000;
 const COALESCE_MS = 20;
 /** While a queue is full, how soon to look for room again (and how kicks are throttled). */
 const FULL_RETRY_MS = 250;
-/** Each mode's queue: live mail is rate-limited, test mail only simulated. */
-const QUEUE_OF: Record<KeyMode, QueueName> = { live: 'delivery', test: 'simulation' };
-
-/**
- * A lane: one mode and stream, claimed from its own index range with its own room in the
- * engine, so a bulk backlog never stands in front of transactional mail (stream isolation).
- */
-interface Lane {
-  mode: KeyMode;
-  stream: Stream;
-}
-const LANES: Lane[] = [
-  { mode: 'live', stream: 'transactional' },
-  { mode: 'live', stream: 'bulk' },
-  { mode: 'test', stream: 'transactional' },
-  { mode: 'test', stream: 'bulk' },
-];
-
 interface Pass {
   /** A claim hit its batch limit: more rows are waiting and there is room for them. */
   more: boolean;
@@ -63,16 +41,6 @@ interface Pass {
 export function rateWindows(perSecond: number): { limit: number; periodMs: number } {
   const limit = Math.max(1, Math.ceil(perSecond / 4));
   return { limit, periodMs: (limit / perSecond) * 1000 };
-}
-
-/** What an operator filters a run by (Temporal search attributes): its rows are all of one lane. */
-function labelsOf(lane: Lane, rows: { organization_id: string; kind: string | null }[]): RunLabels {
-  return {
-    organizations: rows.map((r) => r.organization_id),
-    mode: lane.mode,
-    stream: lane.stream,
-    kinds: rows.map((r) => r.kind).filter((k): k is string => !!k),
-  };
 }
 
 /** The number of the rate window that holds now. */
@@ -120,7 +88,8 @@ export interface OutboxOptions {
  *
  * Runs: a chunk's messages start as SendBatch runs of up to MESSAGES_PER_RUN. Only with a
  * confirmation window (Temporal: a `sent` message's run waits for a delivery event or an
- * operator's close, signalled by email id) does each message get its own SendEmail run.
+ * operator's close, signalled by email id) does each message get its own SendEmail run
+ * (worker/outbox-runs.ts).
  */
 export class Outbox {
   private readonly poller: Poller;
@@ -226,14 +195,8 @@ export class Outbox {
         const done: string[] = [];
         await Promise.all(
           rows.map(async (r) => {
-            const input: SendEmailInput = { emailId: r.id, handBack: true, confirmationWindowMs: this.opts.confirmationWindowMs ?? 0 };
             try {
-              await this.engine.start(sendEmail, r.id, input, {
-                queue: QUEUE_OF[lane.mode],
-                stream: lane.stream,
-                labels: labelsOf(lane, [r]),
-                background: true,
-              });
+              await startTimerRun(this.engine, this.opts, lane, r);
               done.push(r.id);
             } catch (err) {
               this.log.error({ err, emailId: r.id }, "could not start a scheduled message's timer; retried on the next pass");
@@ -295,11 +258,11 @@ export class Outbox {
       }
       // Every message gets a run, even one canceled meanwhile: its claim then leaves it alone.
       const done: string[] = [];
-      const runs = this.runsOf(rows);
+      const runs = runsOf(rows, this.perRun());
       await Promise.all(
         runs.map(async (run) => {
           try {
-            await this.startRun(run);
+            await startRun(this.engine, this.log, this.opts, run);
             done.push(...run.map((r) => r.id));
           } catch (err) {
             this.log.error({ err, emailIds: run.length, firstEmailId: run[0].id }, 'could not start delivery; retried on the next pass');
@@ -309,41 +272,6 @@ export class Outbox {
       await markEnqueued(em, done, new Date());
       return { claimed: claimed.length, runs: runs.length, parked: admitted ? claimed.length - admitted.size : 0, throttled };
     });
-  }
-
-  private runsOf(rows: OutboxRow[]): OutboxRow[][] {
-    const perRun = this.perRun();
-    const runs: OutboxRow[][] = [];
-    for (let i = 0; i < rows.length; i += perRun) runs.push(rows.slice(i, i + perRun));
-    return runs;
-  }
-
-  /**
-   * One run for `rows` (one lane). A batch's workflow id is derived from its members, so the
-   * same chunk started again after a crash is a no-op; a chunk grouped differently is a second
-   * run, and the claim in the database gives each message to one of them.
-   */
-  private async startRun(rows: OutboxRow[]): Promise<void> {
-    const { mode, stream } = rows[0];
-    const opts: StartOptions = { queue: QUEUE_OF[mode], stream, labels: labelsOf({ mode, stream }, rows) };
-    const window = this.opts.confirmationWindowMs ?? 0;
-    if (window > 0) {
-      const input: SendEmailInput = { emailId: rows[0].id, confirmationWindowMs: window };
-      try {
-        // A scheduled message's run may be waiting for its admission (handBack): this start tells it.
-        await this.engine.start(sendEmail, rows[0].id, input, this.engine.waitsScheduled ? { ...opts, signal: ADMITTED_SIGNAL } : opts);
-        return;
-      } catch (err) {
-        // Its timer run ended at the hand-back (started before a window was configured): no run
-        // under its id can deliver it any more, so a batch of one does.
-        if (!(err instanceof RunEndedError) || rows[0].status !== 'queued') throw err;
-        this.log.warn({ emailId: rows[0].id }, 'handed-back message whose run has ended: delivered by a batch run');
-      }
-    }
-    const ids = rows.map((r) => r.id);
-    const batchId = `send-batch-${createHash('sha256').update(ids.join(',')).digest('hex').slice(0, 32)}`;
-    const input: SendBatchInput = { batchId, emailIds: ids, retryBaseSeconds: this.opts.retryBaseSeconds ?? 30 };
-    await this.engine.start(sendBatch, batchId, input, opts);
   }
 
   async stop(): Promise<void> {

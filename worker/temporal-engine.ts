@@ -15,7 +15,7 @@ export interface TemporalSettings {
   namespace: string;
   /** TEMPORAL_TASK_QUEUE: workflows and database activities (default `svc-mail`). */
   taskQueue: string;
-  /** TEMPORAL_DELIVERY_TASK_QUEUE: `transport` activities of rate-limited queues (live deliveries). */
+  /** TEMPORAL_DELIVERY_TASK_QUEUE: the activities that run on `delivery`, for runs of rate-limited queues (live deliveries). */
   deliveryTaskQueue: string;
   /** First retry delay of transient delivery failures (RETRY_BASE_SECONDS). */
   retryBaseSeconds: number;

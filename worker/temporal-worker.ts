@@ -23,8 +23,9 @@ export interface RunningTemporalWorker {
 
 /**
  * A worker process for the Temporal engine: one Worker on the main task queue (the bundled
- * workflows and the database activities) and one on the delivery task queue that only runs
- * the `transport` activities (`deliver`), with the send rate enforced by the Temporal server for the whole task queue
+ * workflows and every activity, for runs that keep them there) and one on the delivery task
+ * queue that only runs the activities defined to run on `delivery` (`deliver`, `deliverBatch`),
+ * with the send rate enforced by the Temporal server for the whole task queue
  * (`maxTaskQueueActivitiesPerSecond`), so adding workers never raises it.
  */
 export async function runTemporalWorker(opts: TemporalWorkerOptions): Promise<RunningTemporalWorker> {
@@ -45,7 +46,7 @@ export async function runTemporalWorker(opts: TemporalWorkerOptions): Promise<Ru
     connection,
     namespace: settings.namespace,
     taskQueue: settings.deliveryTaskQueue,
-    activities: heartbeating(transportActivities(activities)),
+    activities: heartbeating(deliveryActivities(activities)),
     maxHeartbeatThrottleInterval: HEARTBEAT_EVERY_MS,
     maxTaskQueueActivitiesPerSecond: opts.sendRatePerSecond,
     maxConcurrentActivityTaskExecutions: opts.concurrency,
@@ -73,11 +74,11 @@ export async function runTemporalWorker(opts: TemporalWorkerOptions): Promise<Ru
   };
 }
 
-/** The activities of every workflow whose retry class is `transport`: what the delivery task queue runs. */
-export function transportActivities(activities: Activities): Partial<Activities> {
+/** The activities every workflow defines to run on `delivery`: what the delivery task queue runs. */
+export function deliveryActivities(activities: Activities): Partial<Activities> {
   const names = WORKFLOWS.flatMap((def) =>
-    Object.entries(def.retry)
-      .filter(([, kind]) => kind === 'transport')
+    Object.entries(def.activities)
+      .filter(([, a]) => a.runsOn === 'delivery')
       .map(([name]) => name),
   );
   return Object.fromEntries(names.map((n) => [n, activities[n as keyof Activities]]));

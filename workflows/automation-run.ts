@@ -1,5 +1,5 @@
-import type { WorkflowContext, RetryClass } from './context';
-import { defineWorkflow } from './definition';
+import type { WorkflowContext } from './context';
+import { defineWorkflow, DATABASE_ACTIVITY, type ActivityDef } from './definition';
 
 export const AUTOMATION_RUN_WORKFLOW = 'AutomationRun';
 
@@ -84,18 +84,18 @@ export interface AutomationRunActivities {
   finishRun(runId: string, status: 'completed' | 'canceled' | 'failed', reason: string | null): Promise<void>;
 }
 
-export const automationRunActivityRetry: Record<keyof AutomationRunActivities, RetryClass> = {
-  beginRun: 'infrastructure',
-  parkRun: 'infrastructure',
-  enterDelay: 'infrastructure',
-  checkRun: 'infrastructure',
-  finishDelay: 'infrastructure',
-  sendEmailStep: 'infrastructure',
-  beginWait: 'infrastructure',
-  endWait: 'infrastructure',
-  conditionStep: 'infrastructure',
-  updateContactStep: 'infrastructure',
-  finishRun: 'infrastructure',
+export const automationRunActivityDefs: Record<keyof AutomationRunActivities, ActivityDef> = {
+  beginRun: DATABASE_ACTIVITY,
+  parkRun: DATABASE_ACTIVITY,
+  enterDelay: DATABASE_ACTIVITY,
+  checkRun: DATABASE_ACTIVITY,
+  finishDelay: DATABASE_ACTIVITY,
+  sendEmailStep: DATABASE_ACTIVITY,
+  beginWait: DATABASE_ACTIVITY,
+  endWait: DATABASE_ACTIVITY,
+  conditionStep: DATABASE_ACTIVITY,
+  updateContactStep: DATABASE_ACTIVITY,
+  finishRun: DATABASE_ACTIVITY,
 };
 
 export interface AutomationRunResult {
@@ -244,7 +244,7 @@ async function waitForEvent(ctx: Ctx, runId: string, path: string, deadlineMs: n
 export const automationRun = defineWorkflow({
   name: AUTOMATION_RUN_WORKFLOW,
   body: automationRunWorkflow,
-  retry: automationRunActivityRetry,
+  activities: automationRunActivityDefs,
   signals: [AUTOMATION_WAKE_SIGNAL],
   // Unqueued: a run mostly sleeps; its sends take the delivery queue like any other message.
   queue: null,

@@ -1,5 +1,5 @@
-import type { WorkflowContext, RetryClass } from './context';
-import { defineWorkflow } from './definition';
+import type { WorkflowContext } from './context';
+import { defineWorkflow, DATABASE_ACTIVITY, type ActivityDef } from './definition';
 
 export const BROADCAST_WORKFLOW = 'BroadcastFanOut';
 
@@ -52,10 +52,10 @@ export interface BroadcastActivities {
   finishFanOut(broadcastId: string): Promise<void>;
 }
 
-export const broadcastActivityRetry: Record<keyof BroadcastActivities, RetryClass> = {
-  freezeAudience: 'infrastructure',
-  enqueuePage: 'infrastructure',
-  finishFanOut: 'infrastructure',
+export const broadcastActivityDefs: Record<keyof BroadcastActivities, ActivityDef> = {
+  freezeAudience: DATABASE_ACTIVITY,
+  enqueuePage: DATABASE_ACTIVITY,
+  finishFanOut: DATABASE_ACTIVITY,
 };
 
 export interface BroadcastResult {
@@ -95,7 +95,7 @@ export async function broadcastWorkflow(ctx: WorkflowContext<BroadcastActivities
 export const broadcastFanOut = defineWorkflow({
   name: BROADCAST_WORKFLOW,
   body: broadcastWorkflow,
-  retry: broadcastActivityRetry,
+  activities: broadcastActivityDefs,
   signals: [BROADCAST_CANCEL_SIGNAL],
   // Unqueued: a few runs at a time, each mostly database work; the messages it accepts take the
   // delivery queue like any others.

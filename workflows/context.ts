@@ -25,11 +25,14 @@ export interface WorkflowContext<A> {
   activities: A;
 }
 
-/** Retry classes an activity can declare; bindings turn them into the engine's retry options. */
+/**
+ * How an activity's thrown failures are retried; bindings turn it into the engine's retry options.
+ * Where the activity runs is another matter (`runsOn`, workflows/definition.ts).
+ */
 export type RetryClass =
-  /** Database work: retried quickly many times, a blip must not fail a message. */
-  | 'infrastructure'
-  /** Talking to the SMTP relay: the spec's 4 attempts with exponential backoff from 30 s. */
+  /** Database or worker trouble: retried quickly many times, a blip must not fail a message. */
+  | 'database'
+  /** The SMTP relay refusing for now (4xx, a dropped connection): the spec's 4 attempts with exponential backoff from 30 s. */
   | 'transport';
 
 export interface RetryPolicy {

@@ -2,8 +2,8 @@ import type { RetryClass, WorkflowContext } from './context';
 
 /**
  * Where a workflow's runs wait for a worker. `delivery` is rate-limited across the platform (the
- * spec's worker send rate) and, on Temporal, sends its `transport` activities to the delivery
- * task queue; `simulation` only bounds concurrency.
+ * spec's worker send rate) and, on Temporal, sends the activities that run on `delivery` to the
+ * delivery task queue; `simulation` only bounds concurrency.
  */
 export const QUEUES = {
   delivery: { rateLimited: true },
@@ -13,19 +13,41 @@ export const QUEUES = {
 export type QueueName = keyof typeof QUEUES;
 
 /**
+ * Where an activity runs on Temporal. `delivery`: on the rate-limited delivery task queue, where
+ * the SMTP workers are, for runs of a rate-limited queue (live mail); a run of any other queue
+ * (test mail) keeps it on its own task queue. `default`: on the workflow's own task queue. The
+ * embedded engine runs every activity in its process and ignores it.
+ */
+export type RunsOn = 'default' | 'delivery';
+
+/** One activity of a workflow: where it runs, how its thrown failures are retried, how long one attempt may take. */
+export interface ActivityDef {
+  runsOn: RunsOn;
+  retry: RetryClass;
+  /** The longest one attempt may run on Temporal (start-to-close), in seconds; default 60, a database statement batch. */
+  timeoutSeconds?: number;
+}
+
+/** Database work: on the workflow's task queue, quick retries, a minute an attempt. */
+export const DATABASE_ACTIVITY: ActivityDef = { runsOn: 'default', retry: 'database' };
+
+/** One attempt of work that waits on the network: an SMTP transaction with a large message, a batch of webhook POSTs. */
+export const LONG_ATTEMPT_SECONDS = 600;
+
+/**
  * Everything an engine needs to run a workflow: its name (the same on every engine), its
- * engine-free body, how each of its activities is retried, the signals it waits for, and the
+ * engine-free body, where and how each of its activities runs, the signals it waits for, and the
  * queue its runs take by default (null: started at once, unqueued, for loops that mostly sleep).
  */
 export interface WorkflowDef<I = never, R = unknown, A extends object = object> {
   name: string;
   body: (ctx: WorkflowContext<A>, input: I) => Promise<R>;
-  retry: Record<keyof A, RetryClass>;
+  activities: Record<keyof A, ActivityDef>;
   signals: readonly string[];
   queue: QueueName | null;
 }
 
-/** Checks a definition's parts against each other (retry map = activity contract) and keeps its types. */
+/** Checks a definition's parts against each other (activity map = activity contract) and keeps its types. */
 export const defineWorkflow = <I, R, A extends object>(def: WorkflowDef<I, R, A>): WorkflowDef<I, R, A> => def;
 
 /** A definition of any workflow, as engines hold them. */

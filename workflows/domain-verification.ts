@@ -1,5 +1,5 @@
-import type { WorkflowContext, RetryClass } from './context';
-import { defineWorkflow } from './definition';
+import type { WorkflowContext } from './context';
+import { defineWorkflow, DATABASE_ACTIVITY, type ActivityDef } from './definition';
 
 // The activity contract: activities/domain-verification.ts implements it.
 export interface CheckDomainResult {
@@ -30,8 +30,8 @@ export interface DomainVerificationResult {
   checks: number;
 }
 
-export const domainVerificationActivityRetry: Record<keyof DomainVerificationActivities, RetryClass> = {
-  checkDomain: 'infrastructure',
+export const domainVerificationActivityDefs: Record<keyof DomainVerificationActivities, ActivityDef> = {
+  checkDomain: DATABASE_ACTIVITY,
 };
 
 /** Checks a new domain's DNS records with backoff until they all match or the window closes. */
@@ -54,7 +54,7 @@ export async function domainVerificationWorkflow(
 export const domainVerification = defineWorkflow({
   name: DOMAIN_VERIFICATION_WORKFLOW,
   body: domainVerificationWorkflow,
-  retry: domainVerificationActivityRetry,
+  activities: domainVerificationActivityDefs,
   signals: [],
   // Not queued: the loop mostly sleeps, and a queued run would hold its slot meanwhile.
   queue: null,

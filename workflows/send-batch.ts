@@ -1,5 +1,5 @@
-import { describeFailure, retryPolicy, type WorkflowContext, type RetryClass } from './context';
-import { defineWorkflow } from './definition';
+import { describeFailure, retryPolicy, type WorkflowContext } from './context';
+import { defineWorkflow, DATABASE_ACTIVITY, LONG_ATTEMPT_SECONDS, type ActivityDef } from './definition';
 
 export const SEND_BATCH_WORKFLOW = 'SendBatch';
 
@@ -25,7 +25,7 @@ export interface Unsent {
   detail: string;
 }
 
-// The activity contract: activities/send-email.ts implements it; this body sees nothing else.
+// The activity contract: activities/send-batch.ts implements it; this body sees nothing else.
 export interface SendBatchActivities {
   /** Conditional update queued → sending, owned by this run; returns the ids it owns. */
   claimBatch(batchId: string, emailIds: string[]): Promise<string[]>;
@@ -39,12 +39,14 @@ export interface SendBatchActivities {
   failBatch(items: Unsent[]): Promise<void>;
 }
 
-/** How each activity is retried when it throws (deliverBatch only throws for database or worker trouble). */
-export const sendBatchActivityRetry: Record<keyof SendBatchActivities, RetryClass> = {
-  claimBatch: 'infrastructure',
-  // `transport`: on Temporal it runs on the delivery task queue, where the SMTP workers are.
-  deliverBatch: 'transport',
-  failBatch: 'infrastructure',
+/** Where each activity of this workflow runs and how it is retried when it throws. */
+export const sendBatchActivityDefs: Record<keyof SendBatchActivities, ActivityDef> = {
+  claimBatch: DATABASE_ACTIVITY,
+  // A delivery pass runs on the delivery task queue, where the SMTP workers are. The relay's
+  // refusals come back in its answer and wait out the transport backoff in the body below; what
+  // it throws is database or worker trouble, retried quickly like any database work.
+  deliverBatch: { runsOn: 'delivery', retry: 'database', timeoutSeconds: LONG_ATTEMPT_SECONDS },
+  failBatch: DATABASE_ACTIVITY,
 };
 
 /**
@@ -89,7 +91,7 @@ export async function sendBatchWorkflow(ctx: WorkflowContext<SendBatchActivities
 export const sendBatch = defineWorkflow({
   name: SEND_BATCH_WORKFLOW,
   body: sendBatchWorkflow,
-  retry: sendBatchActivityRetry,
+  activities: sendBatchActivityDefs,
   signals: [],
   // Live mail; test-mode batches are started on `simulation` instead.
   queue: 'delivery',

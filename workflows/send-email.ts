@@ -1,5 +1,5 @@
-import { describeFailure, type WorkflowContext, type RetryClass } from './context';
-import { defineWorkflow } from './definition';
+import { describeFailure, type WorkflowContext } from './context';
+import { defineWorkflow, DATABASE_ACTIVITY, LONG_ATTEMPT_SECONDS, type ActivityDef } from './definition';
 
 export const SEND_EMAIL_WORKFLOW = 'SendEmail';
 /** Signal the API sends after it canceled a queued message, to end the timer early. */
@@ -45,7 +45,7 @@ export interface LoadForSendResult {
   scheduledAtMs: number | null;
 }
 
-export type ClaimResult = { outcome: 'claimed' } | { outcome: 'not_queued'; status: string } | { outcome: 'deferred'; untilMs: number };
+export type ClaimResult = { outcome: 'claimed' } | { outcome: 'not_queued'; status: string };
 
 export interface DeliverResult {
   status: string;
@@ -68,14 +68,16 @@ export interface SendEmailActivities {
   closeUnconfirmed(emailId: string): Promise<DeliverResult>;
 }
 
-/** How each activity of this workflow is retried. */
-export const sendEmailActivityRetry: Record<keyof SendEmailActivities, RetryClass> = {
-  loadForSend: 'infrastructure',
-  handBack: 'infrastructure',
-  claimForDelivery: 'infrastructure',
-  deliver: 'transport',
-  failDelivery: 'infrastructure',
-  closeUnconfirmed: 'infrastructure',
+/** Where each activity of this workflow runs and how it is retried. */
+export const sendEmailActivityDefs: Record<keyof SendEmailActivities, ActivityDef> = {
+  loadForSend: DATABASE_ACTIVITY,
+  handBack: DATABASE_ACTIVITY,
+  claimForDelivery: DATABASE_ACTIVITY,
+  // One SMTP transaction, beside the relay's connections; what it throws is the relay refusing for
+  // now (or never: PermanentFailure), retried on the spec's backoff.
+  deliver: { runsOn: 'delivery', retry: 'transport', timeoutSeconds: LONG_ATTEMPT_SECONDS },
+  failDelivery: DATABASE_ACTIVITY,
+  closeUnconfirmed: DATABASE_ACTIVITY,
 };
 
 /**
@@ -102,18 +104,12 @@ export async function sendEmailWorkflow(ctx: WorkflowContext<SendEmailActivities
     }
   }
 
-  let wakeAt = plan.scheduledAtMs;
-  for (;;) {
-    if (wakeAt !== null && wakeAt > (await ctx.now())) {
-      // A cancel signal ends the wait early; the claim below then sees `canceled`.
-      await ctx.waitForSignal(CANCEL_SIGNAL, wakeAt);
-    }
-    const claim = await a.claimForDelivery(input.emailId);
-    if (claim.outcome === 'not_queued') return { status: claim.status };
-    if (claim.outcome === 'claimed') break;
-    // Deferred (daily caps, warm-up): stays queued and cancelable until the allowance returns.
-    wakeAt = claim.untilMs;
+  if (plan.scheduledAtMs !== null && plan.scheduledAtMs > (await ctx.now())) {
+    // A cancel signal ends the wait early; the claim below then sees `canceled`.
+    await ctx.waitForSignal(CANCEL_SIGNAL, plan.scheduledAtMs);
   }
+  const claim = await a.claimForDelivery(input.emailId);
+  if (claim.outcome === 'not_queued') return { status: claim.status };
 
   let status: string;
   try {
@@ -137,7 +133,7 @@ export async function sendEmailWorkflow(ctx: WorkflowContext<SendEmailActivities
 export const sendEmail = defineWorkflow({
   name: SEND_EMAIL_WORKFLOW,
   body: sendEmailWorkflow,
-  retry: sendEmailActivityRetry,
+  activities: sendEmailActivityDefs,
   signals: SEND_EMAIL_SIGNALS,
   // Live mail; test-mode messages are started on `simulation` instead.
   queue: 'delivery',

@@ -1,5 +1,5 @@
-import type { WorkflowContext, RetryClass } from './context';
-import { defineWorkflow } from './definition';
+import type { WorkflowContext } from './context';
+import { defineWorkflow, DATABASE_ACTIVITY, type ActivityDef } from './definition';
 
 export const WEBHOOK_DELIVERY_WORKFLOW = 'WebhookDelivery';
 /**
@@ -63,9 +63,9 @@ export interface WebhookDeliveryActivities {
   attemptWebhookDelivery(req: AttemptRequest): Promise<AttemptResult>;
 }
 
-export const webhookDeliveryActivityRetry: Record<keyof WebhookDeliveryActivities, RetryClass> = {
+export const webhookDeliveryActivityDefs: Record<keyof WebhookDeliveryActivities, ActivityDef> = {
   // A failed POST is an outcome, not an error; only the database can throw here.
-  attemptWebhookDelivery: 'infrastructure',
+  attemptWebhookDelivery: DATABASE_ACTIVITY,
 };
 
 export interface WebhookDeliveryResult {
@@ -103,7 +103,7 @@ export async function webhookDeliveryWorkflow(
 export const webhookDelivery = defineWorkflow({
   name: WEBHOOK_DELIVERY_WORKFLOW,
   body: webhookDeliveryWorkflow,
-  retry: webhookDeliveryActivityRetry,
+  activities: webhookDeliveryActivityDefs,
   signals: [WAKE_SIGNAL],
   // Unqueued: a run mostly waits between attempts, and a queue slot held through a 10 h wait
   // would let one dead endpoint stall every other. The dispatcher bounds how many start.

@@ -1,5 +1,5 @@
-import type { WorkflowContext, RetryClass } from './context';
-import { defineWorkflow } from './definition';
+import type { WorkflowContext } from './context';
+import { defineWorkflow, LONG_ATTEMPT_SECONDS, type ActivityDef } from './definition';
 import { WEBHOOK_RETRY_DELAYS_MS } from './webhook-delivery';
 
 export const WEBHOOK_FIRST_ATTEMPTS_WORKFLOW = 'WebhookFirstAttempts';
@@ -39,11 +39,12 @@ export interface WebhookFirstAttemptsActivities {
   attemptWebhookBatch(req: FirstAttemptsRequest): Promise<FirstAttemptsResult>;
 }
 
-export const webhookFirstAttemptsActivityRetry: Record<keyof WebhookFirstAttemptsActivities, RetryClass> = {
-  // `transport`: a batch to a dead endpoint waits out 15 s timeouts, longer than a database
-  // statement's limit. A failed POST is an outcome; only the database can throw here, and a step
-  // run again skips the deliveries it already recorded.
-  attemptWebhookBatch: 'transport',
+export const webhookFirstAttemptsActivityDefs: Record<keyof WebhookFirstAttemptsActivities, ActivityDef> = {
+  // On the workflow's task queue (its runs are unqueued). An attempt may take long: a batch to a
+  // dead endpoint waits out 15 s timeouts. A failed POST is an outcome; only the database can
+  // throw here, and a step run again skips the deliveries it already recorded: so it retries on
+  // the database schedule, as a delivery pass does.
+  attemptWebhookBatch: { runsOn: 'default', retry: 'database', timeoutSeconds: LONG_ATTEMPT_SECONDS },
 };
 
 /**
@@ -67,7 +68,7 @@ export async function webhookFirstAttemptsWorkflow(
 export const webhookFirstAttempts = defineWorkflow({
   name: WEBHOOK_FIRST_ATTEMPTS_WORKFLOW,
   body: webhookFirstAttemptsWorkflow,
-  retry: webhookFirstAttemptsActivityRetry,
+  activities: webhookFirstAttemptsActivityDefs,
   signals: [],
   // Unqueued, like WebhookDelivery: the dispatcher's per-endpoint windows bound how many start.
   queue: null,

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { DBOS } from '@dbos-inc/dbos-sdk';
 import { sharedService, newTenant, type TestEnv, type Tenant } from '../support/service';
 import { batchScenarios, type BatchScenario } from '../support/send-batch-scenarios';
-import { SEND_BATCH_WORKFLOW, sendBatchActivityRetry, type SendBatchInput } from '../../workflows/send-batch';
+import { SEND_BATCH_WORKFLOW, sendBatchActivityDefs, type SendBatchInput } from '../../workflows/send-batch';
 import { waitFor } from '../support/wait';
 import { runSvc, svcJson } from '../support/child';
 import { readConfig } from '../../server/config';
@@ -205,7 +205,7 @@ describe('Engine parity: the SendBatch scenarios, run for real on the embedded e
         s.statuses.map((st) => (st === 'canceled' ? null : batch.workflowId)),
       );
 
-      const known = new Set(Object.keys(sendBatchActivityRetry));
+      const known = new Set(Object.keys(sendBatchActivityDefs));
       const steps = (await DBOS.listWorkflowSteps(batch.workflowId)) ?? [];
       assert.deepEqual(
         steps.map((st) => st.name).filter((n) => known.has(n)),

@@ -59,7 +59,8 @@ import { waitFor } from '../support/wait';
  *   its first, which disables it (`failing`, audit-logged), and the pending delivery then fails
  *   unsent at its next attempt.
  * - SendBatch: a recipient the relay refuses with 4xx is tried 4 times, 30, 60 and 120 s apart,
- *   then failed; the batch's other message goes out once at the first pass.
+ *   then failed; the batch's other message goes out once at the first pass. Each pass runs on the
+ *   delivery task queue with the database retry policy (its own failures are database trouble).
  *
  * Skipped, with the reason, when the test server is not installed (no Java or Maven).
  */
@@ -83,6 +84,7 @@ describe('Temporal engine, time-skipping: the real schedules in seconds', functi
   let orgId: string;
   let domain: string;
   let tokenHash: string;
+  let deliveryTaskQueue: string;
 
   before(async function () {
     const path = temporalToolPath('temporal-test-server');
@@ -119,6 +121,7 @@ describe('Temporal engine, time-skipping: the real schedules in seconds', functi
       retryBaseSeconds: readConfig({}).retryBaseSeconds,
     };
     assert.equal(settings.retryBaseSeconds, 30);
+    deliveryTaskQueue = settings.deliveryTaskQueue;
     worker = await runTemporalWorker({ settings, activities, sendRatePerSecond: 12, concurrency: 8, log });
     engine = await startTemporalEngine(settings, log);
     store = new GroupStore(orm, log);
@@ -427,6 +430,13 @@ describe('Temporal engine, time-skipping: the real schedules in seconds', functi
     const events = await history(batchId);
     const passes = scheduled(events, 'deliverBatch');
     assert.equal(passes.length, 4);
+    // Each pass runs on the delivery task queue, and what it throws (database or worker trouble)
+    // is retried on the database schedule, not after the relay's backoff.
+    for (const e of events.filter((x) => x.activityTaskScheduledEventAttributes?.activityType?.name === 'deliverBatch')) {
+      const a = e.activityTaskScheduledEventAttributes!;
+      assert.equal(a.taskQueue?.name, deliveryTaskQueue);
+      assert.deepEqual([a.retryPolicy?.maximumAttempts, tsToMs(a.retryPolicy?.initialInterval)], [10, 1_000]);
+    }
     assert.deepEqual(timers(events), [30_000, 60_000, 120_000]);
     const between = gaps(passes);
     [30_000, 60_000, 120_000].forEach((wait, i) =>

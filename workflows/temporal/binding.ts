@@ -1,17 +1,17 @@
 import { proxyActivities, sleep, condition, defineSignal, setHandler, type ActivityOptions } from '@temporalio/workflow';
-import { retryPolicy, NON_RETRYABLE_ERROR_TYPES, type RetryClass, type WorkflowContext } from '../context';
-import type { WorkflowDef } from '../definition';
+import { retryPolicy, NON_RETRYABLE_ERROR_TYPES, type WorkflowContext } from '../context';
+import type { ActivityDef, WorkflowDef } from '../definition';
 
 /**
  * Engine settings a Temporal run carries in its input, because workflow code cannot read the
  * environment: they are fixed when the workflow starts and replay identically.
  */
 export interface TemporalBinding {
-  /** First retry delay of `transport` activities (the spec's 30 s; shorter in tests). */
+  /** First retry delay of activities retried as `transport` (the spec's 30 s; shorter in tests). */
   transportRetryBaseSeconds?: number;
   /**
-   * Task queue for `transport` activities: the rate-limited delivery queue for live mail.
-   * Absent (test mode): they run on the workflow's own task queue, like the other activities.
+   * Task queue for activities that run on `delivery`: the rate-limited delivery queue for live
+   * mail. Absent (test mode): they run on the workflow's own task queue, like the other activities.
    */
   deliveryTaskQueue?: string;
 }
@@ -23,16 +23,18 @@ export interface TemporalBinding {
  */
 export const HEARTBEAT_TIMEOUT_SECONDS = 30;
 
-export function activityOptions(kind: RetryClass, binding: TemporalBinding): ActivityOptions {
-  const p = retryPolicy(kind, binding.transportRetryBaseSeconds ?? 30);
+/** An activity's options on Temporal: its task queue from where it runs, its retry policy from how it retries. */
+export function activityOptions(def: ActivityDef, binding: TemporalBinding): ActivityOptions {
+  const p = retryPolicy(def.retry, binding.transportRetryBaseSeconds ?? 30);
   return {
-    // One SMTP transaction with a large message, or one database statement batch.
-    startToCloseTimeout: kind === 'transport' ? '10 minutes' : '1 minute',
+    // One database statement batch by default; an SMTP transaction with a large message, or a
+    // batch of webhook POSTs, where the definition says so.
+    startToCloseTimeout: `${def.timeoutSeconds ?? 60} seconds`,
     // Workers heartbeat every running activity (worker/temporal-worker.ts): a worker killed
     // mid-activity is noticed after this, not after the whole start-to-close timeout, and the
     // attempt goes to another worker (or the same one restarted).
     heartbeatTimeout: `${HEARTBEAT_TIMEOUT_SECONDS} seconds`,
-    ...(kind === 'transport' && binding.deliveryTaskQueue ? { taskQueue: binding.deliveryTaskQueue } : {}),
+    ...(def.runsOn === 'delivery' && binding.deliveryTaskQueue ? { taskQueue: binding.deliveryTaskQueue } : {}),
     retry: {
       maximumAttempts: p.maxAttempts,
       initialInterval: p.initialIntervalSeconds * 1000,
@@ -45,10 +47,10 @@ export function activityOptions(kind: RetryClass, binding: TemporalBinding): Act
 /**
  * The engine-free WorkflowContext on Temporal: timers are `sleep`/`condition`, signals are
  * `defineSignal`/`setHandler` (registered before the body runs, so none is lost), activities go
- * through `proxyActivities` with the retry policy of their class.
+ * through `proxyActivities` with the options of their definition.
  */
 export function temporalContext<A extends object>(
-  retry: Record<keyof A, RetryClass>,
+  defs: Record<keyof A, ActivityDef>,
   signals: readonly string[],
   binding: TemporalBinding,
 ): WorkflowContext<A> {
@@ -60,13 +62,11 @@ export function temporalContext<A extends object>(
       pending.set(name, (pending.get(name) ?? 0) + 1);
     });
   }
-  const byClass = {
-    infrastructure: proxyActivities<Record<string, (...args: unknown[]) => Promise<unknown>>>(activityOptions('infrastructure', binding)),
-    transport: proxyActivities<Record<string, (...args: unknown[]) => Promise<unknown>>>(activityOptions('transport', binding)),
-  };
+  type Proxy = Record<string, (...args: unknown[]) => Promise<unknown>>;
   const activities = {} as Record<string, unknown>;
-  for (const name of Object.keys(retry) as (keyof A & string)[]) {
-    activities[name] = (...args: unknown[]) => byClass[retry[name]][name](...args);
+  for (const name of Object.keys(defs) as (keyof A & string)[]) {
+    const proxy = proxyActivities<Proxy>(activityOptions(defs[name], binding));
+    activities[name] = (...args: unknown[]) => proxy[name](...args);
   }
   return {
     // Date.now() inside a Temporal workflow is the deterministic workflow-task time.
@@ -99,6 +99,9 @@ export function temporalWorkflow<I extends object, R, A extends object>(
 ): (input: I & TemporalBinding) => Promise<R> {
   return async (input) => {
     const { transportRetryBaseSeconds, deliveryTaskQueue, ...rest } = input;
-    return def.body(temporalContext<A>(def.retry, def.signals, { transportRetryBaseSeconds, deliveryTaskQueue }), rest as unknown as I);
+    return def.body(
+      temporalContext<A>(def.activities, def.signals, { transportRetryBaseSeconds, deliveryTaskQueue }),
+      rest as unknown as I,
+    );
   };
 }

@@ -1,0 +1,172 @@
+import type { Logger } from 'pino';
+import type { Orm } from '../db/orm';
+import { markInFlight, readPassAttachments, readPassEmails, type PassAttachment, type PassEmail } from '../db/sql/delivery-pass';
+import type { Clock } from '../core/clock';
+import type { Secrets } from '../core/secrets';
+import { PermanentFailure } from './errors';
+import { testModeOutcome } from './outcomes';
+import { isDue, messageOf, Outcomes, type Message, type PassRecipient } from './pass-outcomes';
+import { createLiveSender, type LiveSenderDeps } from './send-live';
+import { loadSenderIdentities } from './sender-identity';
+
+export interface DeliveryDeps extends LiveSenderDeps {
+  orm: Orm;
+  clock: Clock;
+  log: Logger;
+  /** Opens DKIM private keys; domains created without keys (operator overrides) are sent unsigned. */
+  secrets?: Secrets;
+}
+
+const FINAL_STATUSES = new Set(['sent', 'delivered', 'bounced', 'complained', 'failed', 'suppressed', 'canceled', 'unconfirmed']);
+
+/** One message's end of a delivery pass: its status, and the error that kept it from finishing. */
+export interface Delivered {
+  id: string;
+  status: string;
+  error?: unknown;
+}
+
+/** The delivery code SendEmail (one id) and SendBatch (a chunk) share; built once per worker. */
+export interface DeliveryPass {
+  /**
+   * One delivery pass over claimed messages: rows read in a few statements for all of them, the
+   * live ones' recipients committed `in_flight` together before any SMTP transaction, every live
+   * message handed to the relay at once (the send gate and the mailer's pool bound the
+   * connections), then every outcome (recipient states, events, message statuses) written by one
+   * statement, after the hard bounces' suppressions (db/sql/suppress-address.ts). A message whose
+   * pass was interrupted keeps its status (`sending`) and comes back with the error to retry on.
+   */
+  deliverMany(emailIds: string[]): Promise<Delivered[]>;
+  /**
+   * Records messages failed for good: each one's recipients still due become `failed` with the
+   * reason, in one statement for all of them. A message already final keeps its status.
+   */
+  failMany(items: { id: string; detail: string }[]): Promise<Delivered[]>;
+}
+
+export function createDeliveryPass(deps: DeliveryDeps): DeliveryPass {
+  const { orm, clock, log, secrets } = deps;
+  const sendLive = createLiveSender(deps);
+
+  /** Test mode: the outcome table instead of SMTP. */
+  function simulate(out: Outcomes, email: PassEmail, recipients: PassRecipient[]): void {
+    for (const r of recipients) {
+      const outcome = testModeOutcome(r.address);
+      for (const e of outcome.events) out.event(email, e.type, r.address, { bounceType: e.bounceType ?? null });
+      r.tried += 1;
+      out.set(r, outcome.state);
+    }
+  }
+
+  /**
+   * Reads messages for a pass: each one missing or already final is answered at once; the others
+   * come back open, in the order asked.
+   */
+  async function readOpen(emailIds: string[]): Promise<{ open: PassEmail[]; done: Delivered[] }> {
+    const byId = new Map((await readPassEmails(orm, emailIds)).map((e) => [e.id, e]));
+    const done: Delivered[] = [];
+    const open: PassEmail[] = [];
+    for (const id of emailIds) {
+      const email = byId.get(id);
+      if (!email) done.push({ id, status: 'failed', error: new PermanentFailure(`email ${id} does not exist`) });
+      else if (FINAL_STATUSES.has(email.status)) done.push({ id, status: email.status });
+      else open.push(email);
+    }
+    return { open, done };
+  }
+
+  /** The open messages of a pass that are `sending` (claimed); any other is answered at once. */
+  async function readClaimed(emailIds: string[]): Promise<{ active: Message[]; done: Delivered[] }> {
+    const { open, done } = await readOpen(emailIds);
+    const active: Message[] = [];
+    for (const email of open) {
+      if (email.status === 'sending') active.push(messageOf(email));
+      else
+        done.push({
+          id: email.id,
+          status: email.status,
+          error: new PermanentFailure(`email ${email.id} is ${email.status}, not claimed for delivery`),
+        });
+    }
+    return { active, done };
+  }
+
+  /**
+   * Hands the live messages of a pass to the relay, their rows' extras read in one query per kind
+   * for all of them: attachments (only of messages that have some) and the sender identities.
+   * Answers the error of each message that did not finish.
+   */
+  async function sendAllLive(out: Outcomes, live: Message[], inFlight: Map<string, PassRecipient[]>): Promise<Map<string, unknown>> {
+    const [attachments, identities] = await Promise.all([
+      readPassAttachments(
+        orm,
+        live.filter((m) => m.email.has_attachments).map((m) => m.email.id),
+      ),
+      loadSenderIdentities(orm, secrets, [...new Set(live.map((m) => m.email.domain_id))]),
+    ]);
+    const attachmentsOf = new Map<string, PassAttachment[]>();
+    for (const a of attachments) attachmentsOf.set(a.email_id, [...(attachmentsOf.get(a.email_id) ?? []), a]);
+    const errors = new Map<string, unknown>();
+    await Promise.all(
+      live.map(async (m) => {
+        const dropped = new Set(m.recipients.filter((r) => r.state === 'suppressed').map((r) => r.address));
+        const extras = { attachments: attachmentsOf.get(m.email.id) ?? [], identity: identities.get(m.email.domain_id) ?? {} };
+        try {
+          await sendLive(out, m.email, inFlight.get(m.email.id) ?? [], dropped, extras);
+        } catch (err) {
+          errors.set(m.email.id, err);
+        }
+      }),
+    );
+    return errors;
+  }
+
+  return {
+    async deliverMany(emailIds) {
+      const { active, done } = await readClaimed(emailIds);
+      if (active.length === 0) return done;
+      const out = new Outcomes();
+      const due = (m: Message) => m.recipients.filter(isDue);
+      const live = active.filter((m) => m.email.mode === 'live' && due(m).length > 0);
+      for (const m of active) if (m.email.mode === 'test') simulate(out, m.email, due(m));
+      let errors = new Map<string, unknown>();
+      if (live.length > 0) {
+        // Commit "in flight" before talking SMTP: a retry then knows these may have been handed over.
+        const inFlight = new Map(live.map((m) => [m.email.id, due(m)]));
+        await markInFlight(
+          orm,
+          [...inFlight.values()].flat().map((r) => r.id),
+          clock.now(),
+        );
+        for (const rs of inFlight.values()) for (const r of rs) r.state = 'in_flight';
+        errors = await sendAllLive(out, live, inFlight);
+      }
+      const results: Delivered[] = active.map((m) => {
+        const error = errors.get(m.email.id);
+        return error === undefined ? { id: m.email.id, status: out.finish(m) } : { id: m.email.id, status: m.email.status, error };
+      });
+      await out.write(orm, clock.now());
+      for (const [i, r] of results.entries()) {
+        if (r.error === undefined) log.info({ emailId: r.id, status: r.status, mode: active[i].email.mode }, 'delivery finished');
+      }
+      return [...done, ...results];
+    },
+
+    async failMany(items) {
+      const detailOf = new Map(items.map((i) => [i.id, i.detail]));
+      const { open, done } = await readOpen(items.map((i) => i.id));
+      const out = new Outcomes();
+      const failed = open.map((email): Delivered => {
+        const m = messageOf(email);
+        for (const r of m.recipients.filter(isDue)) {
+          out.set(r, 'failed');
+          out.event(email, 'failed', r.address, { detail: detailOf.get(email.id) });
+        }
+        return { id: email.id, status: out.finish(m) };
+      });
+      await out.write(orm, clock.now());
+      for (const r of failed) log.warn({ emailId: r.id, detail: detailOf.get(r.id), status: r.status }, 'delivery failed');
+      return [...done, ...failed];
+    },
+  };
+}

@@ -1,0 +1,81 @@
+import type { PassEmail } from '../db/sql/delivery-pass';
+import { TransientDeliveryError } from './errors';
+import { SmtpTransactionError, type RecipientRejection, type SendOutcome } from './mailer';
+import type { Outcomes, PassRecipient } from './pass-outcomes';
+
+/** What the relay answered to one message's SMTP transactions, in order. */
+export class RelayAnswers {
+  readonly accepted: string[] = [];
+  readonly rejected: RecipientRejection[] = [];
+  /** What stopped the transactions (the connection or the relay failed); null when every one was answered. */
+  interrupted: unknown = null;
+
+  /** A transaction the relay took, for some or all of its recipients. */
+  took(outcome: SendOutcome): void {
+    this.accepted.push(...outcome.accepted);
+    this.rejected.push(...outcome.rejected);
+  }
+
+  /** A transaction that threw, sent to `to`. Answers whether the message's other transactions go on. */
+  failed(err: unknown, to: string[]): boolean {
+    if (err instanceof SmtpTransactionError && err.rejected.length > 0) {
+      this.rejected.push(...err.rejected);
+    } else if (err instanceof SmtpTransactionError && err.code !== null) {
+      // The relay refused the whole transaction (MAIL FROM or DATA): 5xx is a hard bounce for
+      // each recipient of it, 4xx a retry for them; the other transactions go on.
+      this.rejected.push(...to.map((address) => ({ address, code: err.code, response: err.message })));
+    } else {
+      // The connection or the relay failed: this and the remaining recipients wait for the retry;
+      // what earlier transactions settled is recorded first.
+      this.interrupted = err;
+      return false;
+    }
+    return true;
+  }
+}
+
+/**
+ * Records each due recipient's outcome from the relay's answers: taken (`sent`, or `delivered`
+ * when the mailer is the final destination), refused with 5xx (a hard bounce: the address goes on
+ * the list and its contact becomes `bounced`), or anything else (`pending`, for the retry). Then
+ * throws what should be retried: the interruption, or the recipients refused for now.
+ */
+export function settleRecipients(
+  out: Outcomes,
+  email: PassEmail,
+  recipients: PassRecipient[],
+  answers: RelayAnswers,
+  finalDestination: boolean,
+): void {
+  const acceptedSet = new Set(answers.accepted);
+  const rejectedBy = new Map(answers.rejected.map((r) => [r.address, r]));
+  let retryLater = 0;
+  for (const r of recipients) {
+    const rej = rejectedBy.get(r.address);
+    if (acceptedSet.has(r.address) && !rej) {
+      out.event(email, 'sent', r.address);
+      if (finalDestination) out.event(email, 'delivered', r.address);
+      out.set(r, finalDestination ? 'delivered' : 'sent');
+    } else if (rej && rej.code !== null && rej.code >= 500) {
+      out.event(email, 'bounced', r.address, { bounceType: 'hard', detail: rej.response.slice(0, 1000) });
+      out.set(r, 'bounced');
+      out.suppress.push({ organizationId: email.organization_id, address: r.address, emailId: email.id });
+    } else {
+      out.set(r, 'pending');
+      retryLater += 1;
+    }
+  }
+  const interrupted = answers.interrupted;
+  if (interrupted !== null && !(interrupted instanceof SmtpTransactionError)) throw interrupted;
+  if (interrupted instanceof SmtpTransactionError) {
+    throw new TransientDeliveryError(`SMTP ${interrupted.code ?? 'connection'} error: ${interrupted.message}`);
+  }
+  if (retryLater > 0) {
+    throw new TransientDeliveryError(
+      `${retryLater} recipient(s) temporarily refused: ${answers.rejected
+        .map((r) => r.response)
+        .join('; ')
+        .slice(0, 500)}`,
+    );
+  }
+}

@@ -1,0 +1,96 @@
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { KeyMode, Stream } from '../db/entities';
+import type { OutboxRow } from '../db/sql/claim-outbox';
+import { ADMITTED_SIGNAL, sendEmail, type SendEmailInput } from '../workflows/send-email';
+import { sendBatch, type SendBatchInput } from '../workflows/send-batch';
+import type { QueueName } from '../workflows/definition';
+import { RunEndedError, type Engine, type RunLabels, type StartOptions } from './engine';
+
+/** Each mode's queue: live mail is rate-limited, test mail only simulated. */
+export const QUEUE_OF: Record<KeyMode, QueueName> = { live: 'delivery', test: 'simulation' };
+
+/**
+ * A lane: one mode and stream, claimed from its own index range with its own room in the
+ * engine, so a bulk backlog never stands in front of transactional mail (stream isolation).
+ */
+export interface Lane {
+  mode: KeyMode;
+  stream: Stream;
+}
+export const LANES: Lane[] = [
+  { mode: 'live', stream: 'transactional' },
+  { mode: 'live', stream: 'bulk' },
+  { mode: 'test', stream: 'transactional' },
+  { mode: 'test', stream: 'bulk' },
+];
+
+/** What an operator filters a run by (Temporal search attributes): its rows are all of one lane. */
+export function labelsOf(lane: Lane, rows: { organization_id: string; kind: string | null }[]): RunLabels {
+  return {
+    organizations: rows.map((r) => r.organization_id),
+    mode: lane.mode,
+    stream: lane.stream,
+    kinds: rows.map((r) => r.kind).filter((k): k is string => !!k),
+  };
+}
+
+/** A chunk's rows as runs of up to `perRun` messages, in order. */
+export function runsOf(rows: OutboxRow[], perRun: number): OutboxRow[][] {
+  const runs: OutboxRow[][] = [];
+  for (let i = 0; i < rows.length; i += perRun) runs.push(rows.slice(i, i + perRun));
+  return runs;
+}
+
+/** What the runs the outbox starts are given (OutboxOptions). */
+export interface RunSettings {
+  confirmationWindowMs?: number;
+  retryBaseSeconds?: number;
+}
+
+/**
+ * One run for `rows` (one lane). A batch's workflow id is derived from its members, so the
+ * same chunk started again after a crash is a no-op; a chunk grouped differently is a second
+ * run, and the claim in the database gives each message to one of them.
+ */
+export async function startRun(engine: Engine, log: Logger, settings: RunSettings, rows: OutboxRow[]): Promise<void> {
+  const { mode, stream } = rows[0];
+  const opts: StartOptions = { queue: QUEUE_OF[mode], stream, labels: labelsOf({ mode, stream }, rows) };
+  const window = settings.confirmationWindowMs ?? 0;
+  if (window > 0) {
+    const input: SendEmailInput = { emailId: rows[0].id, confirmationWindowMs: window };
+    try {
+      // A scheduled message's run may be waiting for its admission (handBack): this start tells it.
+      await engine.start(sendEmail, rows[0].id, input, engine.waitsScheduled ? { ...opts, signal: ADMITTED_SIGNAL } : opts);
+      return;
+    } catch (err) {
+      // Its timer run ended at the hand-back (started before a window was configured): no run
+      // under its id can deliver it any more, so a batch of one does.
+      if (!(err instanceof RunEndedError) || rows[0].status !== 'queued') throw err;
+      log.warn({ emailId: rows[0].id }, 'handed-back message whose run has ended: delivered by a batch run');
+    }
+  }
+  const ids = rows.map((r) => r.id);
+  const batchId = `send-batch-${createHash('sha256').update(ids.join(',')).digest('hex').slice(0, 32)}`;
+  const input: SendBatchInput = { batchId, emailIds: ids, retryBaseSeconds: settings.retryBaseSeconds ?? 30 };
+  await engine.start(sendBatch, batchId, input, opts);
+}
+
+/**
+ * The SendEmail run of a message scheduled beyond the lead, which waits on the engine's durable
+ * timer (SendEmailInput.handBack) and then hands the message back to the outbox.
+ */
+export async function startTimerRun(
+  engine: Engine,
+  settings: RunSettings,
+  lane: Lane,
+  row: { id: string; organization_id: string; kind: string | null },
+): Promise<void> {
+  const input: SendEmailInput = { emailId: row.id, handBack: true, confirmationWindowMs: settings.confirmationWindowMs ?? 0 };
+  await engine.start(sendEmail, row.id, input, {
+    queue: QUEUE_OF[lane.mode],
+    stream: lane.stream,
+    labels: labelsOf(lane, [row]),
+    background: true,
+  });
+}
