@@ -14,8 +14,7 @@ import type { AutomationRunActivities, StepOutcome } from '../workflows/automati
 import type { Clock } from '../core/clock';
 import { ServiceError } from '../core/errors';
 import { stepAt, type AutomationCondition, type AutomationStep } from '../core/automations/definition';
-import { acceptRendered, renderTemplatedEmails } from '../core/emails/render-templates';
-import { prepareEmail } from '../core/emails/prepare';
+import { submit } from '../core/emails/submit';
 import { GroupStore } from '../core/emails/group-store';
 import { TemplateResolver } from '../core/templates/resolver';
 import { changeSubscriptions } from '../core/contacts/subscriptions';
@@ -140,37 +139,33 @@ export function createAutomationRunActivities(deps: AutomationRunDeps): Automati
         last_name: contact.last_name,
         ...run.data,
       };
-      const idempotencyKey = `automation:${runId}:${path}`;
-      const now = clock.now();
       let result: { email_id: string; suppressed: string[] } | ServiceError;
       try {
-        const prepared = prepareEmail(
+        const [outcome] = await submit(
+          { orm, store, templates, dispatch: () => deps.afterEnqueue?.() },
           {
-            from: step.from,
-            to: contact.email,
-            template: {
-              ...(step.template.id ? { id: step.template.id } : { slug: step.template.slug }),
-              ...(step.template.version ? { version: step.template.version } : {}),
-              data,
+            credentials: { keyId: run.api_key_id },
+            organizationId: run.organization_id,
+            items: {
+              one: {
+                from: step.from,
+                to: contact.email,
+                template: {
+                  ...(step.template.id ? { id: step.template.id } : { slug: step.template.slug }),
+                  ...(step.template.version ? { version: step.template.version } : {}),
+                  data,
+                },
+                ...(step.kind ? { kind: step.kind } : {}),
+                ...(step.tags.length ? { tags: step.tags } : {}),
+              },
+              idempotencyKey: `automation:${runId}:${path}`,
             },
-            ...(step.kind ? { kind: step.kind } : {}),
-            ...(step.tags.length ? { tags: step.tags } : {}),
+            payment: 'prepaid',
+            source: 'automation',
+            undeclared: 'ignore',
           },
-          { inBatch: false, headerIdempotencyKey: idempotencyKey, now },
         );
-        const scope = { organizationId: run.organization_id };
-        const [rendered] = (await renderTemplatedEmails(templates, scope, [prepared], { undeclared: 'ignore' }))!;
-        if (rendered instanceof ServiceError) result = rendered;
-        else {
-          const [accepted] = await acceptRendered(
-            { orm, store, templates, dispatch: () => deps.afterEnqueue?.() },
-            { keyId: run.api_key_id },
-            scope,
-            [rendered],
-            { cost: 0, prepaid: true, source: 'automation', undeclared: 'ignore' },
-          );
-          result = accepted instanceof ServiceError ? accepted : { email_id: accepted.id, suppressed: accepted.suppressed };
-        }
+        result = outcome instanceof ServiceError ? outcome : { email_id: outcome.id, suppressed: outcome.suppressed };
       } catch (err) {
         if (!(err instanceof ServiceError)) throw err;
         result = err;

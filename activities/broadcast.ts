@@ -8,7 +8,7 @@ import type { BroadcastActivities } from '../workflows/broadcast';
 import type { Clock } from '../core/clock';
 import { ServiceError } from '../core/errors';
 import { resolveConditions } from '../core/segments/filter';
-import { acceptEmails, type Accepted } from '../core/emails/accept';
+import { submit } from '../core/emails/submit';
 import type { PreparedEmail } from '../core/emails/prepare';
 import { GroupStore } from '../core/emails/group-store';
 import { renderTemplate } from '../core/templates/render';
@@ -159,11 +159,16 @@ export function createBroadcastActivities(deps: BroadcastDeps): BroadcastActivit
         return items;
       };
       const results = await acceptInChunks(rows, build, (chunk) =>
-        acceptEmails({ orm, store, dispatch: () => deps.afterEnqueue?.() }, { keyId: b.apiKeyId }, chunk, {
-          cost: 0,
-          prepaid: true,
-          source: 'broadcast',
-        }),
+        submit(
+          { orm, store, templates, dispatch: () => deps.afterEnqueue?.() },
+          {
+            credentials: { keyId: b.apiKeyId },
+            organizationId: b.organizationId,
+            items: { prepared: chunk },
+            payment: 'prepaid',
+            source: 'broadcast',
+          },
+        ),
       );
       const tStored = Date.now();
       const refused = results.find((r): r is ServiceError => r instanceof ServiceError);
@@ -171,7 +176,7 @@ export function createBroadcastActivities(deps: BroadcastDeps): BroadcastActivit
         await fail(broadcastId, `${refused.code}: ${refused.message}`);
         return { next: start, done: true, stopped: 'failed' };
       }
-      const stored = results.filter((r): r is Accepted => typeof r === 'object' && 'id' in r).length;
+      const stored = results.filter((r) => !(r instanceof ServiceError)).length;
       const status = await advanceBroadcast(orm, { broadcastId, from: start, next, renderFailures, now: clock.now() });
       if (status === 'canceled') {
         // A cancel that ran while this page was stored did not see its messages: cancel them now.

@@ -10,6 +10,10 @@ export interface ApiState {
   credentials?: Credentials;
   /** What the request has been charged, when it was charged before its route ran (a batch's reservation). */
   charge?: Charge;
+  /** The request's charge is settled: by its authentication, or by the statement its route handed it to (deferredAuth). */
+  charged?: boolean;
+  /** What a request that reserved more turned out to cost (reserveAuth gives back the rest). */
+  cost?: number;
 }
 
 export type ApiContext = RouterContext<ApiState>;
@@ -27,10 +31,4 @@ export function auth(ctx: { state: ApiState }): AuthState {
  */
 export function apiRouter(prefix?: string): Router<ApiState> {
   return new Router<ApiState>({ sensitive: true, ...(prefix ? { prefix } : {}) });
-}
-
-/** The route a request matched (its path pattern, prefix included), known before any of its middleware runs. */
-export function matchedRoute(ctx: { matched?: { path: string | RegExp; methods: string[] }[]; method: string }): string | undefined {
-  const layer = (ctx.matched ?? []).filter((l) => l.methods.includes(ctx.method)).at(-1);
-  return typeof layer?.path === 'string' ? layer.path : undefined;
 }

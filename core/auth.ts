@@ -22,12 +22,13 @@ export interface Charge {
 
 export const invalidKey = () => new ServiceError('invalid_api_key', 'API key is not valid');
 
-export function rateLimited(rateLimit: number | null, batch: boolean): ServiceError {
+/** 429 for a key over its rate; `reserved`: what the refused request (a batch) tried to reserve. */
+export function rateLimited(rateLimit: number | null, reserved?: number): ServiceError {
   const limit = rateLimit ?? DEFAULT_RATE_LIMIT;
   return new ServiceError(
     'rate_limited',
-    batch
-      ? `this key allows ${limit} requests per second, and a batch needs an empty second or room for its reservation of 100; retry in a second`
+    reserved !== undefined
+      ? `this key allows ${limit} requests per second, and a batch needs an empty second or room for its reservation of ${reserved}; retry in a second`
       : `this key allows ${limit} requests per second; retry in a second`,
     undefined,
     { 'Retry-After': '1' },
@@ -47,7 +48,7 @@ export async function authenticate(
 ): Promise<{ auth: AuthState; charge: Charge }> {
   const row = await authenticateToken(orm, tokenHash, cost, batch);
   if (!row) throw invalidKey();
-  if (!row.admitted) throw rateLimited(row.rate_limit, batch);
+  if (!row.admitted) throw rateLimited(row.rate_limit, batch ? cost : undefined);
   return {
     auth: {
       key: {

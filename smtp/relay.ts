@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
 import { simpleParser } from 'mailparser';
@@ -9,9 +9,7 @@ import { authenticate, invalidKey, type AuthKey } from '../core/auth';
 import { ServiceError } from '../core/errors';
 import { hashToken, TOKEN_RE } from '../core/tokens';
 import { parseAddrSpec } from '../core/emails/address';
-import { prepareEmail } from '../core/emails/prepare';
-import { acceptEmails, type AcceptDeps, type Accepted, type AcceptResult } from '../core/emails/accept';
-import { recipientAddresses } from '../db/sql/recipient-addresses';
+import { submit, type SubmitDeps } from '../core/emails/submit';
 import { mimeToSend, SenderMismatch, Unparseable } from './mime-to-send';
 import { OWN_ENHANCED_STATUS, RELAY_REPLIES, replyError, replyForError } from './replies';
 import type { TlsPair } from './tls';
@@ -30,7 +28,7 @@ export interface RelayOptions {
   maxMessageBytes: number;
 }
 
-export interface RelayDeps extends AcceptDeps {
+export interface RelayDeps extends SubmitDeps {
   log: Logger;
 }
 
@@ -203,27 +201,16 @@ export class SmtpRelay {
         rcptTo: session.envelope.rcptTo.map((r) => r.address),
       };
       const send = mimeToSend(mail, envelope, user.key.id);
-      const prepared = prepareEmail(send.body, { inBatch: false, now: new Date(), envelope: send.envelope });
-      // Exactly what POST /emails stores for the same body and key (no template: nothing to render).
-      const credentials = { tokenHash: user.tokenHash };
-      let [result] = await acceptEmails(this.deps, credentials, [prepared], { cost: 1, source: 'smtp' });
-      if (send.keyFromMessageId && isAccepted(result) && result.replayed) {
-        // The same Message-ID to other recipients is not a retry but the next part of a split
-        // delivery (an MTA sends 50 recipients per transaction, or resends those refused with
-        // 452): that part is its own message, keyed by its recipients too, so a retry of it is a replay.
-        const stored = new Set(await recipientAddresses(this.deps.orm, result.id, user.key.organizationId));
-        const wanted = prepared.recipients.map((r) => r.address);
-        if (stored.size !== wanted.length || !wanted.every((a) => stored.has(a))) {
-          const digest = createHash('sha256')
-            .update([...wanted].sort().join('\n'))
-            .digest('hex')
-            .slice(0, 32);
-          const part = { ...prepared, idempotencyKey: `${prepared.idempotencyKey}:rcpt:${digest}` };
-          [result] = await acceptEmails(this.deps, credentials, [part], { cost: 0, prepaid: true, source: 'smtp' });
-        }
-      }
+      // Exactly what POST /emails stores for the same body and key (source `smtp`).
+      const [result] = await submit(this.deps, {
+        credentials: { tokenHash: user.tokenHash },
+        organizationId: user.key.organizationId,
+        items: { one: send.body, envelope: send.envelope },
+        payment: 'request',
+        source: 'smtp',
+        partsByRecipients: send.keyFromMessageId,
+      });
       if (result instanceof ServiceError) throw result;
-      if (!isAccepted(result)) throw new Error('a message without a template was refused as template_changed');
       const suppressed = result.suppressed.length ? `; suppressed: ${result.suppressed.join(', ')}` : '';
       return `${result.replayed ? 'Ok: already accepted as' : 'Ok: queued as'} ${result.id}${suppressed}`;
     } catch (err) {
@@ -260,5 +247,3 @@ function ownReplyCodes(server: SMTPServer, session: SMTPServerSession): void {
     };
   }
 }
-
-const isAccepted = (r: AcceptResult): r is Accepted => !(r instanceof ServiceError) && typeof r !== 'symbol';

@@ -90,3 +90,31 @@ describe('Architecture: the layers of shared/design/layout.md', () => {
     assert.deepEqual(broken, []);
   });
 });
+
+/** Product code: what the service runs and its operator tools (migrations are history, not read as code). */
+const PRODUCT = ['api', 'smtp', 'console', 'worker', 'activities', 'core', 'db', 'workflows', 'server', 'cli', 'bench', 'tools'];
+const productFiles = () =>
+  PRODUCT.filter((dir) => fs.existsSync(path.join(ROOT, dir)))
+    .flatMap(sources)
+    .map((f) => f.split(path.sep).join('/'))
+    .filter((f) => !f.startsWith('db/migrations/'));
+
+describe('Architecture: files a newcomer can hold in their head', () => {
+  it('one send path: only core/emails/submit.ts runs the steps of accepting mail (prepare, render, store)', () => {
+    const STEP_CALL = /\b(prepareEmail|renderTemplatedEmails|acceptEmails)\s*\(/;
+    assert.ok(STEP_CALL.test('const [r] = await acceptEmails(deps, credentials, [item], opts);'), 'the checker sees a call');
+    const steps = new Set(['core/emails/submit.ts', 'core/emails/prepare.ts', 'core/emails/render-templates.ts', 'core/emails/accept.ts']);
+    const callers = productFiles().filter((file) => !steps.has(file) && STEP_CALL.test(fs.readFileSync(path.join(ROOT, file), 'utf8')));
+    assert.deepEqual(callers, []);
+  });
+
+  it('no product file is over 300 lines unless it says why at its top', () => {
+    const REASON = /^(\/\/|\/\*\*?|\s\*|#).*\b(over|longer than) 300 lines\b/im;
+    const long = productFiles().filter((file) => {
+      const source = fs.readFileSync(path.join(ROOT, file), 'utf8');
+      const top = source.split('\n').slice(0, 30).join('\n');
+      return source.split('\n').length > 300 && !REASON.test(top);
+    });
+    assert.deepEqual(long, []);
+  });
+});

@@ -15,7 +15,7 @@ import { changeSubscriptions } from '../../core/contacts/subscriptions';
 import { GroupUpsert } from '../../core/contacts/group-upsert';
 import { resolveConditions } from '../../core/segments/filter';
 import type { AudienceCondition } from '../../db/sql/audience-conditions';
-import { authenticateRequest, requirePermission } from '../middleware/auth';
+import { deferredAuth, requirePermission } from '../middleware/auth';
 import { readJsonBody } from '../middleware/json-body';
 import { apiRouter, auth, type ApiState } from '../state';
 import { validateQuery } from '../validate';
@@ -40,22 +40,11 @@ export function contactRoutes(deps: { orm: Orm; log: Logger; maxBodyBytes: numbe
   const upserts = new GroupUpsert(orm, deps.log);
   const full = requirePermission('full');
 
-  router.post('/contacts', async (ctx) => {
-    const tokenHash = ctx.state.credentials?.tokenHash;
-    if (!tokenHash) throw new Error('contact upsert reached without credentials');
-    // A large body was read only after the key was known to exist: a test key is refused before it.
-    if (ctx.state.auth) liveKey(ctx.state.auth);
-    let input;
-    try {
-      input = parseContactUpsert(await readJsonBody(ctx, deps.maxBodyBytes));
-    } catch (err) {
-      // Authentication rides on the upsert statement. A request refused before it is
-      // authenticated and charged first, so a bad key answers 401 (429, or 403 for a test key)
-      // ahead of any complaint about the body.
-      if (!ctx.state.auth) await authenticateRequest(orm, ctx, tokenHash, 1, false);
-      liveKey(auth(ctx));
-      throw err;
-    }
+  // Test keys read contacts but never write them: refused (403) before any complaint about the body.
+  router.post('/contacts', deferredAuth(orm, liveKey), async (ctx) => {
+    const tokenHash = ctx.state.credentials!.tokenHash;
+    const input = parseContactUpsert(await readJsonBody(ctx, deps.maxBodyBytes));
+    ctx.state.charged = true; // by the upsert statement, which authenticates the request
     const { contact, created } = await upsertContact(upserts, tokenHash, input);
     // A creation or a subscription wrote trigger rows: the automation dispatcher turns them into runs.
     if (created || input.topics.length) deps.automations?.();

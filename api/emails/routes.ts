@@ -4,19 +4,16 @@ import type { Orm } from '../../db/orm';
 import { Email, EmailEvent, Attachment } from '../../db/entities';
 import { isUuid } from '../../db/ids';
 import { listEmails } from '../../db/sql/list-emails';
-import { refundReservation } from '../../db/sql/refund-reservation';
 import type { AuthState } from '../../core/auth';
 import { ServiceError, notFound, validationError } from '../../core/errors';
-import { isPlainObject } from '../../core/validate';
-import { prepareEmail, type PreparedEmail } from '../../core/emails/prepare';
-import type { Accepted, Credentials } from '../../core/emails/accept';
+import type { Credentials } from '../../core/emails/accept';
 import type { GroupStore } from '../../core/emails/group-store';
-import { acceptRendered, renderTemplatedEmails, replaysOfRefusedRenders } from '../../core/emails/render-templates';
+import { submit } from '../../core/emails/submit';
+import { MAX_BATCH } from '../../core/emails/schema';
 import type { TemplateResolver } from '../../core/templates/resolver';
-import { invalidKey } from '../../core/auth';
 import { CANCEL_SIGNAL } from '../../workflows/send-email';
 import type { Engine } from '../../worker/engine';
-import { authenticateRequest } from '../middleware/auth';
+import { authenticateRequest, deferredAuth, reserveAuth } from '../middleware/auth';
 import { readJsonBody } from '../middleware/json-body';
 import { validateQuery } from '../validate';
 import { apiRouter, auth, type ApiContext, type ApiState } from '../state';
@@ -35,11 +32,19 @@ export interface EmailRoutesDeps {
   templates: TemplateResolver;
 }
 
-const MAX_BATCH = 100;
-
 /** Messages a key may see: its organization's, and only its domains' when it is restricted. */
 function scope(a: AuthState) {
   return { organizationId: a.organization.id, ...(a.key.domainIds !== null ? { domainId: { $in: a.key.domainIds } } : {}) };
+}
+
+/** The Idempotency-Key header, when sent: 1 to 256 characters. */
+function idempotencyKeyHeader(ctx: ApiContext): string | undefined {
+  if (ctx.headers['idempotency-key'] === undefined) return undefined;
+  const key = ctx.get('idempotency-key');
+  if (key.length < 1 || key.length > 256) {
+    throw validationError('Idempotency-Key must be 1 to 256 characters', [{ field: 'Idempotency-Key', message: '1 to 256 characters' }]);
+  }
+  return key || undefined;
 }
 
 const credentials = (ctx: ApiContext): Credentials => {
@@ -50,113 +55,40 @@ const credentials = (ctx: ApiContext): Credentials => {
 export function emailRoutes(deps: EmailRoutesDeps): Router<ApiState> {
   const router = apiRouter();
   const { orm } = deps;
-  const accept = { orm, dispatch: deps.dispatch, store: deps.store, templates: deps.templates };
   // No permission check: every tier (SEND, FULL, ADMIN) may send, read and cancel mail.
 
-  router.post('/emails', async (ctx) => {
-    let prepared: PreparedEmail | undefined;
-    try {
-      const body = await readJsonBody(ctx, deps.maxBodyBytes);
-      const headerKey = ctx.get('idempotency-key');
-      if (ctx.headers['idempotency-key'] !== undefined && (headerKey.length < 1 || headerKey.length > 256)) {
-        throw validationError('Idempotency-Key must be 1 to 256 characters', [
-          { field: 'Idempotency-Key', message: '1 to 256 characters' },
-        ]);
-      }
-      prepared = prepareEmail(body, { inBatch: false, headerIdempotencyKey: headerKey || undefined, now: new Date() });
-      if (prepared.template !== null) {
-        const [rendered] = (await renderTemplatedEmails(deps.templates, credentials(ctx), [prepared])) ?? [invalidKey()];
-        if (rendered instanceof ServiceError) throw rendered;
-        prepared = rendered;
-      }
-    } catch (err) {
-      // Authentication rides on the store statement (one round trip per send). A request refused
-      // before it is authenticated and charged first, so a bad key still answers 401 (or 429)
-      // ahead of any complaint about the body.
-      if (!ctx.state.charge) await authenticateRequest(orm, ctx, credentials(ctx).tokenHash, 1, false);
-      if (prepared?.idempotencyKey) {
-        const replays = await replaysOfRefusedRenders(deps, auth(ctx).organization.id, [
-          { idempotencyKey: prepared.idempotencyKey, result: err },
-        ]);
-        const replay = replays.get(0);
-        if (replay) {
-          ctx.set('Idempotent-Replayed', 'true');
-          ctx.body = { id: replay.id };
-          return;
-        }
-      }
-      throw err;
-    }
-    const [result] = await acceptRendered(accept, credentials(ctx), credentials(ctx), [prepared], { cost: 1 });
+  router.post('/emails', deferredAuth(orm), async (ctx) => {
+    const { tokenHash } = credentials(ctx);
+    const body = await readJsonBody(ctx, deps.maxBodyBytes);
+    const idempotencyKey = idempotencyKeyHeader(ctx);
+    ctx.state.charged = true; // by the store statement, or by `authenticate` when refused before it
+    const [result] = await submit(deps, {
+      credentials: { tokenHash },
+      authenticate: async () => (await authenticateRequest(orm, ctx, tokenHash, 1, false)).organization.id,
+      items: { one: body, idempotencyKey },
+      payment: 'request',
+      source: 'api',
+    });
     if (result instanceof ServiceError) throw result;
     if (result.replayed) ctx.set('Idempotent-Replayed', 'true');
     ctx.body = { id: result.id, ...(result.suppressed.length ? { suppressed: result.suppressed } : {}) };
   });
 
-  router.post('/emails/batch', async (ctx) => {
-    // The middleware reserved 100 (BATCH_RESERVATION); the batch costs one per message (at least one),
-    // and the rest goes back to the key's window whatever the answer.
-    let cost = 1;
-    try {
-      const body = await readJsonBody(ctx, deps.maxBodyBytes);
-      if (!Array.isArray(body)) throw validationError('batch body must be a JSON array of emails');
-      cost = Math.max(1, Math.min(body.length, MAX_BATCH));
-      if (body.length < 1 || body.length > MAX_BATCH) throw validationError(`a batch holds 1 to ${MAX_BATCH} emails, got ${body.length}`);
-      // Spec: a batch with attachments is refused as a whole, and nothing of it is stored.
-      const withAttachments = body.findIndex((item) => isPlainObject(item) && Object.hasOwn(item, 'attachments'));
-      if (withAttachments >= 0) {
-        throw new ServiceError(
-          'attachments_not_in_batch',
-          'attachments are not accepted in batch requests; send such messages with POST /emails',
-          [{ field: `[${withAttachments}].attachments`, message: 'not accepted in a batch' }],
-        );
-      }
-      const now = new Date();
-      const parsed = body.map((item): PreparedEmail | ServiceError => {
-        try {
-          return prepareEmail(item, { inBatch: true, now });
-        } catch (err) {
-          if (err instanceof ServiceError) return err;
-          throw err;
-        }
-      });
-      const valid = parsed.filter((p): p is PreparedEmail => !(p instanceof ServiceError));
-      const scope = { organizationId: auth(ctx).organization.id };
-      const rendered = (await renderTemplatedEmails(deps.templates, scope, valid))!;
-      const replays = await replaysOfRefusedRenders(
-        deps,
-        scope.organizationId,
-        valid.map((item, i) => ({ idempotencyKey: item.idempotencyKey, result: rendered[i] })),
-      );
-      let r = 0;
-      const outcome: ({ prepared: PreparedEmail } | { error: ServiceError } | { replay: Accepted })[] = parsed.map((p) => {
-        if (p instanceof ServiceError) return { error: p };
-        const replay = replays.get(r);
-        const item = rendered[r++];
-        if (replay) return { replay };
-        return item instanceof ServiceError ? { error: item } : { prepared: item };
-      });
-      const ok = outcome.filter((o): o is { prepared: PreparedEmail } => 'prepared' in o);
-      const accepted = await acceptRendered(
-        accept,
-        credentials(ctx),
-        scope,
-        ok.map((o) => o.prepared),
-        { cost: 0, prepaid: true },
-      );
-      let next = 0;
-      ctx.body = {
-        data: outcome.map((o) => {
-          const r = 'error' in o ? o.error : 'replay' in o ? o.replay : accepted[next++];
-          if (r instanceof ServiceError) return { error: { code: r.code, message: r.message } };
-          return { id: r.id, ...(r.suppressed.length ? { suppressed: r.suppressed } : {}) };
-        }),
-      };
-    } finally {
-      // What was reserved (by the route's own middleware) less what the batch cost.
-      const charge = ctx.state.charge;
-      if (charge) await refundReservation(orm, charge.keyId, charge.windowStart, charge.cost - cost);
-    }
+  router.post('/emails/batch', reserveAuth(orm, MAX_BATCH), async (ctx) => {
+    const results = await submit(deps, {
+      credentials: credentials(ctx),
+      organizationId: auth(ctx).organization.id,
+      items: { batch: await readJsonBody(ctx, deps.maxBodyBytes) },
+      payment: { reserved: (cost) => (ctx.state.cost = cost) },
+      source: 'api',
+    });
+    ctx.body = {
+      data: results.map((r) =>
+        r instanceof ServiceError
+          ? { error: { code: r.code, message: r.message } }
+          : { id: r.id, ...(r.suppressed.length ? { suppressed: r.suppressed } : {}) },
+      ),
+    };
   });
 
   router.get('/emails/:id', async (ctx) => {

@@ -1,33 +1,49 @@
 import type { Orm } from '../../db/orm';
 import type { Permission } from '../../db/entities';
-import { authenticate, invalidKey } from '../../core/auth';
+import { refundReservation } from '../../db/sql/refund-reservation';
+import { authenticate, invalidKey, type AuthState } from '../../core/auth';
 import { ServiceError } from '../../core/errors';
 import { bearerToken, hashToken, TOKEN_RE } from '../../core/tokens';
-import { matchedRoute, type ApiContext, type ApiMiddleware } from '../state';
+import type { ApiContext, ApiMiddleware } from '../state';
 
-/** POST /emails: authenticated and charged by the statement that stores the mail. */
-const SEND_ROUTE = '/api/v1/emails';
-/** POST /contacts: authenticated and charged by the upsert statement, as a send. */
-const CONTACT_UPSERT_ROUTE = '/api/v1/contacts';
-/** POST /events: authenticated and charged by the statement that records it, as a send. */
-const EVENT_ROUTE = '/api/v1/events';
-/** POST /emails/batch: reserves BATCH_RESERVATION before its body is read (spec, Limits → Batch cost). */
-const BATCH_ROUTE = '/api/v1/emails/batch';
-/** The most a batch can cost (100 messages); what is not used is given back once the body is known. */
-export const BATCH_RESERVATION = 100;
+/**
+ * Authentication. Every API route is authenticated and charged one before it runs (authMiddleware),
+ * unless it mounts its own: `reserveAuth` (a batch reserves its most before its body is read) or
+ * `deferredAuth` (the route's own statement authenticates and charges, saving a round trip).
+ */
+
 /**
  * Bodies up to this size are read before the key is known (their authentication rides on the
- * store statement, saving a round trip per send); larger ones, or ones of unknown length, are
- * read only once the key is known to exist.
+ * route's statement); larger ones, or ones of unknown length, are read only once the key is known
+ * to exist.
  */
 const DEFERRED_AUTH_MAX_BODY = 256 * 1024;
 
+/** Marks the middleware that authenticates its route, so authMiddleware leaves that route to it. */
+const OWN_AUTH = Symbol('authenticates its route');
+const ownAuth = (mw: ApiMiddleware): ApiMiddleware => Object.assign(mw, { [OWN_AUTH]: true });
+
+/** The route the request matched mounts its own authentication. */
+function mountsOwnAuth(ctx: ApiContext): boolean {
+  const route = (ctx.matched ?? []).filter((l) => l.methods.includes(ctx.method)).at(-1);
+  return route?.stack.some((fn) => OWN_AUTH in fn) ?? false;
+}
+
 /** Authenticates and charges `cost` on behalf of a request, leaving the key (and the charge) on its state. */
-export async function authenticateRequest(orm: Orm, ctx: ApiContext, tokenHash: string, cost: number, batch: boolean): Promise<void> {
+export async function authenticateRequest(orm: Orm, ctx: ApiContext, tokenHash: string, cost: number, batch: boolean): Promise<AuthState> {
   const { auth, charge } = await authenticate(orm, tokenHash, cost, batch);
   ctx.state.auth = auth;
-  if (cost > 0) ctx.state.charge = charge;
+  if (cost > 0) {
+    ctx.state.charge = charge;
+    ctx.state.charged = true;
+  }
+  return auth;
 }
+
+const tokenHashOf = (ctx: ApiContext): string => {
+  if (!ctx.state.credentials) throw new Error('authentication mounted before authMiddleware');
+  return ctx.state.credentials.tokenHash;
+};
 
 /** Bearer authentication and the per-key rate limit: the token is looked up by its SHA-256, never stored in clear. */
 export function authMiddleware(orm: Orm): ApiMiddleware {
@@ -36,23 +52,48 @@ export function authMiddleware(orm: Orm): ApiMiddleware {
     if (token === null) throw new ServiceError('missing_api_key', 'send your API key as "Authorization: Bearer <API_KEY>"');
     if (!TOKEN_RE.test(token)) throw invalidKey();
     const tokenHash = hashToken(token);
-    // By the route the router matched, not by the raw path: the route is what will run.
-    const route = ctx.method === 'POST' ? matchedRoute(ctx) : undefined;
     ctx.state.credentials = { tokenHash };
-    if (route === BATCH_ROUTE) {
-      // Reserved before the body is read: of concurrent batches in a second only the first passes.
-      await authenticateRequest(orm, ctx, tokenHash, BATCH_RESERVATION, true);
-      return next();
-    }
-    if (route === SEND_ROUTE || route === CONTACT_UPSERT_ROUTE || route === EVENT_ROUTE) {
-      const declared = Number(ctx.get('content-length') || NaN);
-      // Cost 0: only whether the key exists; the store (or upsert) statement charges.
-      if (!(declared <= DEFERRED_AUTH_MAX_BODY)) await authenticateRequest(orm, ctx, tokenHash, 0, false);
-      return next();
-    }
-    await authenticateRequest(orm, ctx, tokenHash, 1, false);
+    if (!mountsOwnAuth(ctx)) await authenticateRequest(orm, ctx, tokenHash, 1, false);
     await next();
   };
+}
+
+/**
+ * Reserves `tokens` of the key's window before the body is read (spec, Limits → Batch cost): of
+ * concurrent batches in a second only the first passes. What the request turns out to cost
+ * (ctx.state.cost, one when it never says) is kept; the rest goes back whatever the answer.
+ */
+export function reserveAuth(orm: Orm, tokens: number): ApiMiddleware {
+  return ownAuth(async (ctx, next) => {
+    await authenticateRequest(orm, ctx, tokenHashOf(ctx), tokens, true);
+    try {
+      await next();
+    } finally {
+      const charge = ctx.state.charge!;
+      await refundReservation(orm, charge.keyId, charge.windowStart, charge.cost - (ctx.state.cost ?? 1));
+    }
+  });
+}
+
+/**
+ * For routes whose own statement authenticates and charges the request (sends, contact upserts,
+ * events): one round trip instead of two. A body over DEFERRED_AUTH_MAX_BODY is read only once the
+ * key is known to exist (cost 0). A request refused before its statement runs (the route sets
+ * ctx.state.charged when it hands over) is authenticated and charged first, so a bad key answers
+ * 401 or 429, then `admit`'s refusal (a test key's 403), ahead of any complaint about the body.
+ */
+export function deferredAuth(orm: Orm, admit: (a: AuthState) => void = () => undefined): ApiMiddleware {
+  return ownAuth(async (ctx, next) => {
+    const tokenHash = tokenHashOf(ctx);
+    const declared = Number(ctx.get('content-length') || NaN);
+    if (!(declared <= DEFERRED_AUTH_MAX_BODY)) admit(await authenticateRequest(orm, ctx, tokenHash, 0, false));
+    try {
+      await next();
+    } catch (err) {
+      if (!ctx.state.charged) admit(await authenticateRequest(orm, ctx, tokenHash, 1, false));
+      throw err;
+    }
+  });
 }
 
 const RANK: Record<Permission, number> = { send: 0, full: 1, admin: 2 };

@@ -160,7 +160,7 @@ export async function acceptEmails(
     attachments,
   });
   if (!row.known || row.organizationId === null) throw invalidKey();
-  if (!row.admitted) throw rateLimited(row.rateLimit, false);
+  if (!row.admitted) throw rateLimited(row.rateLimit);
 
   let wake = false;
   for (const s of row.stored) {

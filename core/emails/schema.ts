@@ -4,6 +4,8 @@ import { parseTimestamp } from '../time';
 import { isPlainObject, NO_LINE_BREAKS } from '../validate';
 
 export const MAX_RECIPIENTS = 50;
+/** The most messages one batch request carries (spec, Limits → Batch); a batch reserves as much of its key's rate before its body is read. */
+export const MAX_BATCH = 100;
 export const MAX_BODY_PART_BYTES = 2_000_000;
 export const MAX_ATTACHMENTS = 10;
 export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;

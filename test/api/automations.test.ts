@@ -310,6 +310,80 @@ describe('API: events and automations', function () {
     assert.equal(mailTo(free).length, 0);
   });
 
+  it('topic_subscribed through the upsert: a run per change to subscribed, none for a repeat, again after leaving; one rule with the subscriptions endpoint, restricted keys too', async () => {
+    const t = await newTenant(env);
+    const topic = await t.call('POST', '/api/v1/topics', { as: 'admin', body: { slug: 'news', name: 'News', default_opt_in: false } });
+    assert.equal(topic.status, 201, JSON.stringify(topic.body));
+    const a = await automation(t, {
+      name: 'Welcome to the news',
+      trigger: { topic_subscribed: 'news' },
+      steps: [{ type: 'update_contact', properties: { welcomed: true } }],
+    });
+    const restricted = await createKey(env.service.db.orm, t.orgId, {
+      name: 'restricted',
+      permission: 'send',
+      mode: 'live',
+      domainIds: [t.domainId],
+      rateLimit: 1000,
+    });
+    const upsert = (body: object, token?: string) =>
+      token ? request(env.url, 'POST', '/api/v1/contacts', { token, body }) : t.call('POST', '/api/v1/contacts', { body });
+    const subscribe = (id: string, state: string, token?: string) =>
+      token
+        ? request(env.url, 'POST', `/api/v1/contacts/${id}/subscriptions`, { token, body: { topic: 'news', state } })
+        : t.call('POST', `/api/v1/contacts/${id}/subscriptions`, { body: { topic: 'news', state } });
+    const runsFor = async (email: string) => (await runsOf(t, a.id, '?limit=100')).filter((r) => r.contact.email === email);
+    const oneRun = (email: string) =>
+      waitFor(async () => {
+        const r = await runsFor(email);
+        return r.length ? r : undefined;
+      }, `a run for ${email}`);
+    // Trigger rows become runs in the order they were written: once a fresh contact's run exists,
+    // every trigger written before it has had its run.
+    const settled = async () => {
+      const sentinel = (await upsert({ email: address('sentinel') })).body;
+      assert.equal((await subscribe(sentinel.id, 'subscribed')).status, 200);
+      await oneRun(sentinel.email);
+    };
+
+    // A new contact subscribed by the upsert: one run, triggered by the topic.
+    const ann = address('ann');
+    const made = await upsert({ email: ann, topics: ['news'] });
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    const [first] = await oneRun(ann);
+    assert.equal(first.trigger.type, 'topic.subscribed');
+    assert.equal(first.trigger.topic, 'news');
+    await waitFor(async () => (await t.call('GET', `/api/v1/contacts/${made.body.id}`)).body.properties.welcomed === true, 'the run done');
+
+    // Already subscribed: neither a repeat upsert nor the endpoint starts another.
+    assert.equal((await upsert({ email: ann, topics: ['news'], first_name: 'Ann' })).status, 200);
+    assert.equal((await subscribe(made.body.id, 'subscribed')).status, 200);
+    await settled();
+    assert.equal((await runsFor(ann)).length, 1, 'no run for a subscription that did not change');
+
+    // Left through the endpoint, subscribed again through the upsert: a new change, a new run.
+    assert.equal((await subscribe(made.body.id, 'unsubscribed')).status, 200);
+    assert.equal((await upsert({ email: ann, topics: ['news'] })).status, 200);
+    await waitFor(async () => ((await runsFor(ann)).length === 2 ? true : undefined), 'a second run for ann');
+
+    // An existing contact (no row, the topic's default is out) subscribed by the upsert: a run.
+    const bea = address('bea');
+    assert.equal((await upsert({ email: bea })).status, 201);
+    assert.equal((await upsert({ email: bea, topics: ['news'] })).status, 200);
+    await oneRun(bea);
+
+    // A domain-restricted key: the same rule on both paths (it holds back contact.created only).
+    const cal = address('cal');
+    assert.equal((await upsert({ email: cal, topics: ['news'] }, restricted.token)).status, 201);
+    const dan = (await upsert({ email: address('dan') }, restricted.token)).body;
+    assert.equal((await subscribe(dan.id, 'subscribed', restricted.token)).status, 200);
+    await oneRun(cal);
+    await oneRun(dan.email);
+    await settled();
+    assert.equal((await runsFor(cal)).length, 1);
+    assert.equal((await runsFor(dan.email)).length, 1);
+  });
+
   it('wait_for_event times out and says so; cancel ends a sleeping run; DELETE cancels the running ones; PUT keeps runs on their version', async () => {
     const t = await newTenant(env);
     const waiter = await automation(t, {
@@ -442,8 +516,12 @@ describe('API: events and automations', function () {
     assert.equal(parked.step, 'steps[0].then[0]');
     const ahead = new Date(parked.resume_at).getTime() - Date.now();
     assert.ok(ahead > 7_000_000 && ahead <= 7_200_000, `parked for two hours (${ahead} ms)`);
-    const wf = await sql(`select status from dbos.workflow_status where workflow_uuid = ?`, [`automation-run:${parked.id}`]);
-    assert.equal(wf[0]?.status, 'SUCCESS', 'the first segment ended: nothing holds the sleeping run');
+    // The segment writes the park, then its workflow ends: nothing holds the sleeping run.
+    await waitFor(async () => {
+      const wf = await sql(`select status from dbos.workflow_status where workflow_uuid = ?`, [`automation-run:${parked.id}`]);
+      assert.notEqual(wf[0]?.status, 'ERROR');
+      return wf[0]?.status === 'SUCCESS' || undefined;
+    }, 'the first segment to end');
     const run = (await t.call('GET', `/api/v1/automation-runs/${parked.id}`, { as: 'admin' })).body;
     assert.equal(run.status, 'running');
     assert.equal(run.history[1].type, 'delay');

@@ -1,3 +1,4 @@
+import { TemplateResolver } from '../../core/templates/resolver';
 import assert from 'node:assert/strict';
 import nodemailer, { type SendMailOptions } from 'nodemailer';
 import type SMTPTransport from 'nodemailer/lib/smtp-transport';
@@ -374,7 +375,7 @@ describe('SMTP relay', function () {
       // Our own fault, on demand: the store statement fails.
       store.store = (req) => (failing ? Promise.reject(new Error('database went away')) : realStore(req));
       strict = new SmtpRelay(
-        { orm, store, dispatch: () => undefined, log },
+        { orm, store, templates: new TemplateResolver(orm), dispatch: () => undefined, log },
         {
           port: 0,
           tlsPort: 0,
