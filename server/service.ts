@@ -1,23 +1,26 @@
-import http from 'node:http';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { linkBaseUrl, temporalSettings, verificationTiming, webhookHttpOptions, type Config } from './config';
+import { linkBaseUrl, verificationTiming, webhookHttpOptions, type Config } from './config';
 import { openDatabase, type Database } from './database';
+import { Parts, WakeUp } from './parts';
+import { bindHttpPort } from './http-port';
+import { addEngine } from './engine';
 import { openOrm } from '../db/orm';
+import { identifyOperatorVerifiedDomains } from '../core/provisioning';
+import { SANDBOX_DOMAIN } from './bootstrap';
 import { createLogger } from '../core/logging';
-import { ERRORS } from '../core/errors';
 import { systemClock, type Clock } from '../core/clock';
 import { identityDeps } from '../core/domains/identity';
 import { createDnsResolver } from '../core/domains/dns';
+import { TemplateResolver } from '../core/templates/resolver';
+import { GroupStore } from '../core/emails/group-store';
 import { DevInbox } from '../smtp/dev-inbox';
+import { SmtpRelay } from '../smtp/relay';
+import { relayTls } from '../smtp/tls';
+import { InboundListener } from '../smtp/inbound';
 import type { Mailer } from '../activities/mailer';
-import { createThreadMailer } from '../activities/mailer-thread';
-import { createActivities } from '../activities';
-import { APPLICATION_NAME, APPLICATION_VERSION, DBOS_INTERNAL_QUEUE, startDbosEngine } from '../worker/dbos-engine';
-import { startTemporalEngine } from '../worker/temporal-engine';
+import { createWebhookHttp } from '../activities/webhook-http';
 import type { Engine } from '../worker/engine';
-import { claimExecutor, type Executor } from '../worker/executors';
 import { Outbox } from '../worker/outbox';
 import { CapRelease, SendCaps } from '../worker/send-caps';
 import { BroadcastDispatcher } from '../worker/broadcast-dispatcher';
@@ -25,13 +28,8 @@ import { AutomationDispatcher } from '../worker/automation-dispatcher';
 import { DomainVerificationSweep } from '../worker/domain-sweep';
 import { EngineRetention } from '../worker/engine-retention';
 import { WebhookDispatcher } from '../worker/webhook-dispatcher';
-import { createWebhookHttp } from '../activities/webhook-http';
-import { createApp } from '../api/app';
-import { GroupStore } from '../core/emails/group-store';
-import { SmtpRelay } from '../smtp/relay';
-import { relayTls } from '../smtp/tls';
-import { InboundListener } from '../smtp/inbound';
 import { InboundProcessor } from '../worker/inbound-processor';
+import { createApp } from '../api/app';
 
 export interface Service {
   url: string;
@@ -50,6 +48,7 @@ export interface Service {
   /** Starts a pass of the outbox soon. */
   kickOutbox(): void;
   log: Logger;
+  /** Stops every part, the last started first. */
   stop(): Promise<void>;
 }
 
@@ -74,9 +73,17 @@ export interface ServiceOptions {
   onExecutorLost?: () => void;
 }
 
+/** The development inbox (no SMTP_URL): what it received, on the web page and over SMTP on DEV_SMTP_PORT. */
+async function startDevInbox(config: Config, log: Logger): Promise<DevInbox> {
+  const inbox = new DevInbox(path.join(config.dataDir, 'inbox'), log.child({ component: 'dev-inbox' }));
+  await inbox.start(config.devSmtpPort);
+  return inbox;
+}
+
 /**
  * One process: database (embedded or not), migrations, the API, the dev inbox, and either the
  * embedded engine with its workers or a Temporal client (workers then run in `svc worker`).
+ * Its parts are the list below, started in order and stopped in reverse (server/parts.ts).
  */
 export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
   const log = opts.log ?? createLogger(config.logLevel);
@@ -88,243 +95,199 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     // A generated certificate nobody can verify invites clients to turn verification off.
     throw new Error('the SMTP relay needs SMTP_RELAY_TLS_CERT and SMTP_RELAY_TLS_KEY with NODE_ENV=production (or SMTP_RELAY_PORT=off)');
   }
-  // Bind the port first: until the database and the engine are up, every request (and /health)
-  // gets 503, so orchestrators and scripts can tell "starting" from "down".
-  let handler: http.RequestListener = (_req, res) => {
-    res.writeHead(ERRORS.starting.status, { 'content-type': 'application/json', 'retry-after': '1' });
-    res.end(JSON.stringify({ status: 'starting', error: { code: 'starting', message: 'the service is starting; retry shortly' } }));
-  };
-  const server = http.createServer((req, res) => handler(req, res));
-  server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => resolve());
-  });
-  const db = await openDatabase(config, log);
-  let inbox: DevInbox | null = null;
-  let mailer = opts.mailer;
-  if (!mailer && !config.smtpUrl) {
+  const parts = new Parts(log);
+  // The activities the engine runs wake the outbox and the webhook dispatcher, which need the engine.
+  const wake = { outbox: new WakeUp(), webhooks: new WakeUp() };
+  try {
+    const httpPort = await parts.add('http port', bindHttpPort(config.port, config.host), (h) => h.close());
+    const db = await parts.add('database', openDatabase(config, log), (d) => d.close());
     // With Temporal the inbox still lives here; `svc worker` relays into it on DEV_SMTP_PORT.
-    inbox = new DevInbox(path.join(config.dataDir, 'inbox'), log.child({ component: 'dev-inbox' }));
-    await inbox.start(config.devSmtpPort);
-  }
-  const { secrets, platform, returnPaths, links } = identityDeps({
-    ...config,
-    publicUrl: linkBaseUrl(config, (server.address() as AddressInfo).port),
-  });
-  const dns = createDnsResolver(config.dnsServers);
-  // Workers get their own pool so a backlog of deliveries never queues API requests behind it.
-  const workerOrm = await openOrm(db.url, config.workerDbPoolSize);
-  let engine: Engine;
-  let executor: Executor | null = null;
-  const webhookOptions = webhookHttpOptions(config);
-  const webhookHttp = createWebhookHttp(webhookOptions);
-  // Bound once the dispatcher exists: each recorded attempt may leave room in an endpoint's window.
-  let dispatcher: WebhookDispatcher | undefined;
-  // Bound once the outbox exists: a broadcast's pages wake it.
-  let outbox: Outbox | undefined;
-  if (config.engine === 'temporal') {
-    engine = await startTemporalEngine(temporalSettings(config), log.child({ component: 'temporal' }));
-  } else {
-    // Claimed before the engine launches: DBOS's start-up recovery then covers this process's own work only.
-    executor = await claimExecutor({
-      orm: workerOrm,
-      dataDir: config.dataDir,
-      configuredId: config.workerId,
-      deadAfterSeconds: config.workerDeadAfterSeconds,
-      log: log.child({ component: 'executor' }),
-      onLost: opts.onExecutorLost ?? (() => process.exit(70)),
-    });
-    mailer ??= inbox
-      ? createThreadMailer(`smtp://127.0.0.1:${inbox.port}`, true, config.workerConcurrency)
-      : createThreadMailer(config.smtpUrl!, false, config.workerConcurrency);
-    const activities = createActivities({
-      orm: workerOrm,
-      mailer,
-      clock: systemClock,
-      log: log.child({ component: 'activities' }),
-      secrets,
-      returnPaths,
-      links,
-      dns,
+    const inbox = opts.mailer || config.smtpUrl ? null : await parts.add('dev inbox', startDevInbox(config, log), (i) => i.stop());
+    const identity = identityDeps({ ...config, publicUrl: linkBaseUrl(config, httpPort.port) });
+    // Domains an operator made verified before `--verified` gave them an identity sign from now on.
+    await identifyOperatorVerifiedDomains(db.orm, identity, { except: [SANDBOX_DOMAIN], log: log.child({ component: 'domains' }) });
+    const dns = createDnsResolver(config.dnsServers);
+    // Workers get their own pool so a backlog of deliveries never queues API requests behind it.
+    const workerOrm = await parts.add('worker pool', openOrm(db.url, config.workerDbPoolSize), (o) => o.close());
+    const webhookOptions = webhookHttpOptions(config);
+    const webhookHttp = await parts.add('webhook client', createWebhookHttp(webhookOptions), (w) => w.close());
+
+    const { engine, executorId } = await addEngine(parts, config, {
+      databaseUrl: db.url,
+      workerOrm,
+      devInboxPort: inbox?.port,
+      mailer: opts.mailer,
+      onExecutorLost: opts.onExecutorLost,
       webhooks: webhookHttp,
-      afterWebhookAttempt: () => dispatcher?.kick(),
-      afterEnqueue: () => outbox?.kick(),
-      // Twice the pool's connections: each has its next message ready when one ends.
-      sendSlots: config.workerConcurrency * 2,
+      dns,
+      identity,
+      log,
+      wake: { outbox: wake.outbox.kick, webhooks: wake.webhooks.kick },
     });
-    try {
-      engine = await startDbosEngine({
-        databaseUrl: db.url,
-        activities,
+
+    const timing = verificationTiming(config);
+    const caps = new SendCaps({
+      orm: workerOrm,
+      platformDailyCap: config.platformDailyCap,
+      clock,
+      log: log.child({ component: 'send-caps' }),
+    });
+    const outbox = await parts.loop(
+      'outbox',
+      new Outbox(workerOrm, engine, log.child({ component: 'outbox' }), {
+        confirmationWindowMs: config.temporal?.confirmationWindowMs ?? 0,
+        scheduleLeadMs: config.temporal?.scheduleLeadMs,
+        caps,
+        clock,
+        sendRatePerSecond: config.sendRatePerSecond,
         retryBaseSeconds: config.retryBaseSeconds,
-        log,
-        workerConcurrency: config.workerConcurrency,
-        executorId: executor.id,
-        applicationVersion: APPLICATION_VERSION,
-      });
-    } catch (err) {
-      await executor.stop();
-      throw err;
+      }),
+    );
+    wake.outbox.bind(() => outbox.kick());
+    const capRelease = await parts.loop(
+      'cap release',
+      new CapRelease(caps, {
+        clock,
+        log: log.child({ component: 'cap-release' }),
+        intervalMs: CAP_RELEASE_INTERVAL_MS,
+        onRelease: () => outbox.kick(),
+      }),
+    );
+    const sweepMs = config.domainVerifySweepSeconds * 1000;
+    await parts.loop(
+      'domain sweep',
+      new DomainVerificationSweep(workerOrm, engine, timing, log.child({ component: 'domain-sweep' }), sweepMs),
+    );
+    // Finished workflows leave DBOS's tables after ENGINE_RETENTION_HOURS; Temporal keeps its own history.
+    if (config.engine === 'embedded') {
+      const retention = { retentionMs: config.engineRetentionHours * 3_600_000, log: log.child({ component: 'engine-retention' }) };
+      await parts.loop('engine retention', new EngineRetention(workerOrm, retention));
     }
-    executor.takeOver({ internalQueue: DBOS_INTERNAL_QUEUE, applicationName: APPLICATION_NAME });
-  }
-  const timing = verificationTiming(config);
-  const caps = new SendCaps({
-    orm: workerOrm,
-    platformDailyCap: config.platformDailyCap,
-    clock,
-    log: log.child({ component: 'send-caps' }),
-  });
-  outbox = new Outbox(workerOrm, engine, log.child({ component: 'outbox' }), {
-    confirmationWindowMs: config.temporal?.confirmationWindowMs ?? 0,
-    scheduleLeadMs: config.temporal?.scheduleLeadMs,
-    caps,
-    clock,
-    sendRatePerSecond: config.sendRatePerSecond,
-    retryBaseSeconds: config.retryBaseSeconds,
-  });
-  outbox.start();
-  const capRelease = new CapRelease(caps, {
-    clock,
-    log: log.child({ component: 'cap-release' }),
-    intervalMs: CAP_RELEASE_INTERVAL_MS,
-    onRelease: () => outbox.kick(),
-  });
-  capRelease.start();
-  const sweep = new DomainVerificationSweep(
-    workerOrm,
-    engine,
-    timing,
-    log.child({ component: 'domain-sweep' }),
-    config.domainVerifySweepSeconds * 1000,
-  );
-  sweep.start();
-  // Finished workflows leave DBOS's tables after ENGINE_RETENTION_HOURS; Temporal keeps its own history.
-  const retention =
-    config.engine === 'embedded'
-      ? new EngineRetention(workerOrm, {
-          retentionMs: config.engineRetentionHours * 3_600_000,
-          log: log.child({ component: 'engine-retention' }),
-        })
-      : null;
-  retention?.start();
-  const broadcasts = new BroadcastDispatcher(workerOrm, engine, log.child({ component: 'broadcast-dispatcher' }));
-  broadcasts.start();
-  const automations = new AutomationDispatcher(workerOrm, engine, systemClock, log.child({ component: 'automation-dispatcher' }));
-  automations.start();
-  dispatcher = new WebhookDispatcher(workerOrm, db.url, engine, log.child({ component: 'webhook-dispatcher' }), {
-    concurrencyPerEndpoint: config.webhookConcurrency,
-  });
-  await dispatcher.start();
-  // One group commit for sends, whichever ingress they come by.
-  const store = new GroupStore(db.orm, log);
-  const app = createApp({
-    orm: db.orm,
-    store,
-    engine,
-    log,
-    maxBodyBytes: config.maxBodyBytes,
-    inbox: inbox ?? undefined,
-    inboxAdminOnly: beyondLoopback(config.host),
-    dispatch: () => outbox.kick(),
-    startBroadcasts: () => broadcasts.kick(),
-    automations: () => automations.kick(),
-    domains: { secrets, dns, platform, clock: systemClock, verification: timing, warmup: config.domainWarmup },
-    caps: { platformDailyCap: config.platformDailyCap, clock },
-    links,
-    webhooks: {
-      secrets,
-      policy: webhookOptions,
-      dispatch: () => dispatcher?.kick(),
-    },
-  });
-  handler = app.callback();
-  const relayTlsPair = config.smtpRelay
-    ? await relayTls({ certFile: config.smtpRelay.tlsCertFile, keyFile: config.smtpRelay.tlsKeyFile, dataDir: config.dataDir })
-    : null;
-  let relay: SmtpRelay | null = null;
-  if (config.smtpRelay && relayTlsPair) {
-    const r = config.smtpRelay;
-    relay = new SmtpRelay(
-      { orm: db.orm, store, dispatch: () => outbox.kick(), log: log.child({ component: 'smtp-relay' }) },
-      {
-        port: r.port,
-        tlsPort: r.tlsPort,
-        host: config.host,
-        tls: relayTlsPair,
-        allowInsecureAuth: r.allowInsecureAuth,
-        maxConnectionsPerKey: r.maxConnectionsPerKey,
-        idleSeconds: r.idleSeconds,
-        maxMessageBytes: config.maxBodyBytes,
+    const broadcasts = await parts.loop(
+      'broadcast dispatcher',
+      new BroadcastDispatcher(workerOrm, engine, log.child({ component: 'broadcast-dispatcher' })),
+    );
+    const automations = await parts.loop(
+      'automation dispatcher',
+      new AutomationDispatcher(workerOrm, engine, systemClock, log.child({ component: 'automation-dispatcher' })),
+    );
+    const dispatcher = await parts.loop(
+      'webhook dispatcher',
+      new WebhookDispatcher(workerOrm, db.url, engine, log.child({ component: 'webhook-dispatcher' }), {
+        concurrencyPerEndpoint: config.webhookConcurrency,
+      }),
+    );
+    wake.webhooks.bind(() => dispatcher.kick());
+
+    // One group commit for sends, whichever ingress they come by.
+    const store = new GroupStore(db.orm, log);
+    const app = createApp({
+      orm: db.orm,
+      store,
+      engine,
+      log,
+      maxBodyBytes: config.maxBodyBytes,
+      inbox: inbox ?? undefined,
+      inboxAdminOnly: beyondLoopback(config.host),
+      dispatch: () => outbox.kick(),
+      startBroadcasts: () => broadcasts.kick(),
+      automations: () => automations.kick(),
+      domains: {
+        secrets: identity.secrets,
+        dns,
+        platform: identity.platform,
+        clock: systemClock,
+        verification: timing,
+        warmup: config.domainWarmup,
       },
+      caps: { platformDailyCap: config.platformDailyCap, clock },
+      links: identity.links,
+      webhooks: { secrets: identity.secrets, policy: webhookOptions, dispatch: () => dispatcher.kick() },
+    });
+    // Its stop closes the port: requests end before the loops behind them stop.
+    await parts.add('api', httpPort.serve(app.callback()), () => httpPort.close());
+    const r = config.smtpRelay;
+    const tls = r ? await relayTls({ certFile: r.tlsCertFile, keyFile: r.tlsKeyFile, dataDir: config.dataDir }) : null;
+    const relay =
+      r && tls
+        ? await parts.loop(
+            'smtp relay',
+            new SmtpRelay(
+              {
+                orm: db.orm,
+                store,
+                templates: new TemplateResolver(db.orm),
+                dispatch: () => outbox.kick(),
+                log: log.child({ component: 'smtp-relay' }),
+              },
+              {
+                port: r.port,
+                tlsPort: r.tlsPort,
+                host: config.host,
+                tls,
+                allowInsecureAuth: r.allowInsecureAuth,
+                maxConnectionsPerKey: r.maxConnectionsPerKey,
+                idleSeconds: r.idleSeconds,
+                maxMessageBytes: config.maxBodyBytes,
+              },
+            ),
+          )
+        : null;
+    // Returned mail is applied by every process (whichever listener stored it); the listener is per process too.
+    const returns = await parts.loop(
+      'inbound processor',
+      new InboundProcessor(workerOrm, identity.returnPaths, systemClock, log.child({ component: 'inbound-processor' })),
     );
-    await relay.start();
-  }
-  // Returned mail is applied by every process (whichever listener stored it); the listener is per process too.
-  const inboundProcessor = new InboundProcessor(workerOrm, returnPaths, systemClock, log.child({ component: 'inbound-processor' }));
-  inboundProcessor.start();
-  let inbound: InboundListener | null = null;
-  if (config.inboundSmtpPort !== null) {
-    inbound = new InboundListener(
-      { orm: db.orm, returnPaths, log: log.child({ component: 'inbound-smtp' }), stored: () => inboundProcessor.kick() },
-      { port: config.inboundSmtpPort, host: config.host, maxMessageBytes: INBOUND_MAX_BYTES, tls: relayTlsPair, idleSeconds: 60 },
-    );
-    await inbound.start();
-  }
-  const port = (server.address() as AddressInfo).port;
-  const url = config.publicUrl ?? `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
+    const inbound =
+      config.inboundSmtpPort === null
+        ? null
+        : await parts.loop(
+            'inbound smtp',
+            new InboundListener(
+              {
+                orm: db.orm,
+                returnPaths: identity.returnPaths,
+                log: log.child({ component: 'inbound-smtp' }),
+                stored: () => returns.kick(),
+              },
+              { port: config.inboundSmtpPort, host: config.host, maxMessageBytes: INBOUND_MAX_BYTES, tls, idleSeconds: 60 },
+            ),
+          );
 
-  log.info(
-    {
+    const port = httpPort.port;
+    const url = config.publicUrl ?? `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
+    log.info(
+      {
+        url,
+        engine: engine.name,
+        executorId,
+        smtpRelayPort: relay?.port ?? null,
+        smtpRelayTlsPort: relay?.tlsPort ?? null,
+        inboundSmtpPort: inbound?.port ?? null,
+      },
+      'service started',
+    );
+    log.debug({ parts: parts.names() }, 'service parts, in start order');
+    let stopping: Promise<void> | undefined;
+    return {
       url,
-      engine: engine.name,
-      executorId: executor?.id ?? null,
-      smtpRelayPort: relay?.port ?? null,
-      smtpRelayTlsPort: relay?.tlsPort ?? null,
-      inboundSmtpPort: inbound?.port ?? null,
-    },
-    'service started',
-  );
-
-  let stopped = false;
-  return {
-    url,
-    port,
-    db,
-    engine,
-    executorId: executor?.id ?? null,
-    inbox,
-    relay,
-    inbound,
-    capRelease,
-    kickOutbox: () => outbox.kick(),
-    log,
-    async stop() {
-      if (stopped) return;
-      stopped = true;
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-      await relay?.stop();
-      await inbound?.stop();
-      await inboundProcessor.stop();
-      await capRelease.stop();
-      await outbox.stop();
-      await sweep.stop();
-      await retention?.stop();
-      await broadcasts.stop();
-      await automations.stop();
-      await dispatcher?.stop();
-      await engine.stop();
-      webhookHttp.close();
-      await executor?.stop();
-      await workerOrm.close();
-      mailer?.close();
-      if (inbox) await inbox.stop();
-      await db.close();
-      log.info('service stopped');
-    },
-  };
+      port,
+      db,
+      engine,
+      executorId,
+      inbox,
+      relay,
+      inbound,
+      capRelease,
+      kickOutbox: () => outbox.kick(),
+      log,
+      stop() {
+        stopping ??= parts.stop().then(() => log.info('service stopped'));
+        return stopping;
+      },
+    };
+  } catch (err) {
+    await parts.stop().catch(() => undefined);
+    throw err;
+  }
 }

@@ -16,15 +16,26 @@ export interface Child {
   exited: Promise<number | null>;
 }
 
-/** Runs `svc ARGS` as an operator would, in its own process. */
-export function runSvc(args: string[], env: Record<string, string>): Child {
-  const proc = spawn(process.execPath, [path.join(ROOT, 'bin/svc.js'), ...args], {
+/**
+ * Runs `svc ARGS` as an operator would, in its own process: `bin/svc.js` (tsx loaded in-process), or
+ * with `via: 'tsx'` as `npm start` runs it, under the tsx CLI (a parent process relaying signals to
+ * the node process running cli/svc.ts).
+ */
+/** The secrets key of the processes tests start (32 bytes, base64). */
+const TEST_SECRETS_KEY = Buffer.alloc(32, 7).toString('base64');
+
+export function runSvc(args: string[], env: Record<string, string>, opts: { via?: 'bin' | 'tsx' } = {}): Child {
+  const entry = opts.via === 'tsx' ? [require.resolve('tsx/cli'), 'cli/svc.ts'] : [path.join(ROOT, 'bin/svc.js')];
+  const proc = spawn(process.execPath, [...entry, ...args], {
     cwd: ROOT,
     // A free relay port unless the test names one: several services run side by side.
     env: {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '/tmp',
       LOG_LEVEL: 'warn',
+      // One key for every process of a test: a domain's DKIM key encrypted by `svc domain create`
+      // must decrypt in the services that send its mail.
+      SECRETS_KEY: TEST_SECRETS_KEY,
       SMTP_RELAY_PORT: '0',
       INBOUND_SMTP_PORT: '0',
       ...env,

@@ -1,0 +1,56 @@
+import type { Logger } from 'pino';
+import type { Config } from './config';
+import type { Orm } from '../db/orm';
+import { systemClock } from '../core/clock';
+import type { identityDeps } from '../core/domains/identity';
+import type { DnsResolver } from '../core/domains/dns';
+import { createActivities, type Activities } from '../activities';
+import type { Mailer } from '../activities/mailer';
+import { createThreadMailer } from '../activities/mailer-thread';
+import type { WebhookPoster } from '../activities/webhook-http';
+
+export interface ActivityWiring {
+  /** The workers' own pool: a backlog of deliveries never queues API requests behind it. */
+  orm: Orm;
+  mailer: Mailer;
+  webhooks: WebhookPoster;
+  dns: DnsResolver;
+  identity: Pick<ReturnType<typeof identityDeps>, 'secrets' | 'returnPaths' | 'links'>;
+  log: Logger;
+  /**
+   * What the activities wake in this process, named by every caller (undefined: that loop does not
+   * run here, and its own poll finds the work): the outbox after a broadcast page or an automation
+   * step enqueued mail, the webhook dispatcher after an attempt (it may leave room in the
+   * endpoint's window).
+   */
+  wake: { outbox: (() => void) | undefined; webhooks: (() => void) | undefined };
+}
+
+/**
+ * The activities every workflow calls, built one way for the embedded engine (`svc start`,
+ * server/service.ts) and the Temporal workers (`svc worker`, server/temporal-workers.ts).
+ */
+export function buildActivities(config: Config, w: ActivityWiring): Activities {
+  return createActivities({
+    orm: w.orm,
+    mailer: w.mailer,
+    clock: systemClock,
+    log: w.log.child({ component: 'activities' }),
+    secrets: w.identity.secrets,
+    returnPaths: w.identity.returnPaths,
+    links: w.identity.links,
+    dns: w.dns,
+    webhooks: w.webhooks,
+    afterEnqueue: w.wake.outbox,
+    afterWebhookAttempt: w.wake.webhooks,
+    // Twice the pool's connections: each has its next message ready when one ends.
+    sendSlots: config.workerConcurrency * 2,
+  });
+}
+
+/** The activities' SMTP client: SMTP_URL, else the dev inbox `svc start` runs (on `devInboxPort`) as final destination. */
+export function deliveryMailer(config: Config, devInboxPort: number): Mailer {
+  return config.smtpUrl
+    ? createThreadMailer(config.smtpUrl, false, config.workerConcurrency)
+    : createThreadMailer(`smtp://127.0.0.1:${devInboxPort}`, true, config.workerConcurrency);
+}
