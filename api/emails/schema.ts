@@ -1,6 +1,7 @@
 import * as yup from 'yup';
 import { listQuerySchema } from '../validate';
 import { parseTimestamp } from '../../core/time';
+import { EMAIL_STATUSES } from '../../core/emails/status';
 
 const timestamp = (name: string) =>
   yup
@@ -12,9 +13,7 @@ const timestamp = (name: string) =>
     );
 
 export const listEmailsQuerySchema = listQuerySchema.shape({
-  status: yup
-    .string()
-    .oneOf(['queued', 'sending', 'sent', 'delivered', 'bounced', 'complained', 'failed', 'suppressed', 'canceled', 'unconfirmed']),
+  status: yup.string().oneOf(EMAIL_STATUSES),
   to: yup.string().max(254),
   kind: yup.string().max(64),
   mode: yup.string().oneOf(['live', 'test']),

@@ -1,9 +1,10 @@
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { simpleParser } from 'mailparser';
-import { Email, EmailEvent, Recipient, type EventType, type RecipientState } from '../../db/entities';
+import { Email, Recipient, type RecipientState } from '../../db/entities';
+import { persistEvent, type EventType, type NewEvent } from '../../db/sql/email-events';
 import { suppressAddress } from '../../db/sql/suppress-address';
-import { aggregateStatus } from '../emails/status';
+import { aggregateStatus, type EmailStatus } from '../emails/status';
 import { classifyReturn, type ReturnOutcome } from './classify';
 import { verpTokenOf, type ReturnPaths } from './verp';
 
@@ -37,7 +38,7 @@ export const COMPLAINTS_LOCAL_PART = 'complaints';
  * Message statuses a late return may change. `sending` is left to the delivery in progress (its
  * finalize reads the recipient states), `queued`/`canceled`/`failed`/`suppressed` never left us.
  */
-const SETTLED = new Set(['sent', 'delivered', 'bounced', 'complained', 'unconfirmed']);
+const SETTLED = new Set<EmailStatus>(['sent', 'delivered', 'bounced', 'complained', 'unconfirmed']);
 
 /**
  * Applies one message that came back to a bounce or complaint address, on the caller's
@@ -68,14 +69,8 @@ export async function applyReturn(
   // Test mail never leaves the service, so nothing can come back for it; never let it near the list.
   if (email.mode !== 'live') return { result: 'unmatched', ...ids };
 
-  const record = (type: EventType, extra: Partial<EmailEvent>) =>
-    em.persist(
-      Object.assign(
-        new EmailEvent(),
-        { emailId: email.id, organizationId: email.organizationId, type, recipient: recipient.address, at: now },
-        extra,
-      ),
-    );
+  const record = (type: EventType, extra: Pick<NewEvent, 'bounceType' | 'detail'>) =>
+    persistEvent(em, { emailId: email.id, organizationId: email.organizationId, type, recipient: recipient.address, at: now, ...extra });
 
   // A hard bounce also sets the contact `bounced`; a complaint lists the address only.
   const suppress = (reason: 'bounce' | 'complaint') =>

@@ -1,5 +1,12 @@
 import type { RecipientState } from '../../db/entities/recipient';
-import type { EmailStatus } from '../../db/entities/email';
+import { EMAIL_STATUSES, type EmailStatus } from '../../db/entities/email';
+
+/**
+ * A message's status (the API's `last_event`; spec, Email status). The list is declared beside
+ * its column (db/entities/email.ts: db/ cannot import core/) and exported here, with the rules
+ * over it, for everything above db/: the API's list filter, the bounce handler, delivery.
+ */
+export { EMAIL_STATUSES, type EmailStatus };
 
 /**
  * A message's status from its recipients' states: the furthest any recipient got, so one bounced

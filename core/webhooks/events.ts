@@ -1,33 +1,16 @@
-import type { EventType } from '../../db/entities/email-event';
-
-/** The 12 per-recipient message event types (spec, Events 1), in the order of the spec. */
-const MESSAGE_EVENTS: Record<EventType, true> = {
-  queued: true,
-  sent: true,
-  delivered: true,
-  delivery_delayed: true,
-  bounced: true,
-  complained: true,
-  rejected: true,
-  opened: true,
-  clicked: true,
-  unsubscribed: true,
-  suppressed: true,
-  failed: true,
-};
+import { WEBHOOK_EVENT_TYPES } from '../../db/sql/webhook-payloads';
 
 /**
- * Every event a webhook can receive: `email.<type>` for each message event, then the audience and
- * domain events. The fan-out triggers name them the same way; docs/webhooks.md lists each with an
- * example payload (test/api/webhooks.test.ts keeps the two in step).
+ * Every event a webhook can receive: `email.<type>` for each message event (EVENT_TYPES,
+ * db/entities/email-event.ts, in the order of the spec), then the audience and domain events.
+ *
+ * The events and their payloads are made in the database, by the fan-out triggers' PL/pgSQL
+ * functions, whose SQL is db/sql/webhook-payloads.ts (installed by the migration
+ * Migration20261208000000_webhook_payloads); the names below are the ones those functions give.
+ * docs/webhooks.md lists each with an example payload (test/api/webhooks.test.ts keeps the two in
+ * step).
  */
-export const WEBHOOK_EVENTS: readonly string[] = [
-  ...Object.keys(MESSAGE_EVENTS).map((t) => `email.${t}`),
-  'contact.created',
-  'contact.updated',
-  'contact.deleted',
-  'domain.verified',
-];
+export const WEBHOOK_EVENTS: readonly string[] = WEBHOOK_EVENT_TYPES;
 
 const KNOWN = new Set(WEBHOOK_EVENTS);
 export const isWebhookEvent = (name: string) => KNOWN.has(name);

@@ -5,8 +5,26 @@ import type { Stream } from './domain';
 /** Which daily allowance a parked message waits for (core/limits/caps.ts). */
 export type WaitingReason = 'platform_daily_cap' | 'organization_daily_cap' | 'domain_daily_cap';
 
-export type EmailStatus =
-  'queued' | 'sending' | 'sent' | 'delivered' | 'bounced' | 'complained' | 'failed' | 'suppressed' | 'canceled' | 'unconfirmed';
+/**
+ * A message's status, the API's `last_event` (spec, Email status), in the spec's order: the one
+ * list. It is declared here, beside the column, because db/ sits below core/; core/emails/status.ts
+ * exports it with the rules over it, and every other user (the list filter of GET /emails, the
+ * statements) takes it from there or from here.
+ */
+export const EMAIL_STATUSES = [
+  'queued',
+  'sending',
+  'sent',
+  'delivered',
+  'bounced',
+  'complained',
+  'failed',
+  'suppressed',
+  'canceled',
+  'unconfirmed',
+] as const;
+
+export type EmailStatus = (typeof EMAIL_STATUSES)[number];
 
 export type EmailSource = 'api' | 'smtp' | 'broadcast' | 'automation';
 

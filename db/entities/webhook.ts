@@ -3,8 +3,9 @@ import { EntitySchema } from '@mikro-orm/core';
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
 
 /**
- * An organization's webhook receiver. Deliveries are added by the fan-out triggers (migration
- * Migration20261126000000_webhooks), never by code: every writer of an event gets them for free.
+ * An organization's webhook receiver. Deliveries are added by the fan-out triggers (their
+ * functions and payloads: db/sql/webhook-payloads.ts), never by code: every writer of an event
+ * gets them for free.
  */
 export class WebhookEndpoint {
   id!: string;

@@ -18,6 +18,7 @@ import { Migration20261204000000_batched_delivery } from './Migration20261204000
 import { Migration20261205000000_store_foreign_keys } from './Migration20261205000000_store_foreign_keys';
 import { Migration20261206000000_fan_out_foreign_keys } from './Migration20261206000000_fan_out_foreign_keys';
 import { Migration20261207000000_scheduled_timers } from './Migration20261207000000_scheduled_timers';
+import { Migration20261208000000_webhook_payloads } from './Migration20261208000000_webhook_payloads';
 
 /** Listed explicitly so migrations run the same from TypeScript sources and from any bundle. */
 export const migrationsList: MigrationObject[] = [
@@ -40,4 +41,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261205000000_store_foreign_keys', class: Migration20261205000000_store_foreign_keys },
   { name: 'Migration20261206000000_fan_out_foreign_keys', class: Migration20261206000000_fan_out_foreign_keys },
   { name: 'Migration20261207000000_scheduled_timers', class: Migration20261207000000_scheduled_timers },
+  { name: 'Migration20261208000000_webhook_payloads', class: Migration20261208000000_webhook_payloads },
 ];

@@ -1,4 +1,5 @@
 import type { ContactStatus, SubscriptionState } from '../entities';
+import { effectiveStateIs, explicitRow } from './topic-state';
 
 /**
  * A condition on contacts with its topic already resolved (core/segments/filter.ts turns a
@@ -9,13 +10,9 @@ export type AudienceCondition = { status: ContactStatus } | { topicId: string | 
 
 /**
  * SQL for conditions on the contact row `c`, each parameter pushed to `params` (knex `?` style).
- * A topic condition is on the effective state: the explicit row when there is one, else the
- * topic's default. So each is one (anti-)semi-join probing subscriptions_topic_idx
- * (topic_id, state, contact_id) from the index alone:
- *   effective subscribed,   default in:  no explicit `unsubscribed` row
- *   effective subscribed,   default out: an explicit `subscribed` row
- *   effective unsubscribed, default in:  an explicit `unsubscribed` row
- *   effective unsubscribed, default out: no explicit `subscribed` row
+ * A topic condition is on the effective state (db/sql/topic-state.ts), tested as one
+ * (anti-)semi-join probing subscriptions_topic_idx (topic_id, state, contact_id) from the index
+ * alone: the topic's default decides which explicit row to probe (`effectiveStateIs`).
  */
 export function audienceConditions(conditions: AudienceCondition[], params: unknown[]): string[] {
   return conditions.map((cond) => {
@@ -24,11 +21,9 @@ export function audienceConditions(conditions: AudienceCondition[], params: unkn
       return 'c.status = ?';
     }
     if (cond.topicId === null) return 'false';
-    const defaultState: SubscriptionState = cond.defaultOptIn ? 'subscribed' : 'unsubscribed';
-    // The explicit state whose presence (or absence) decides.
-    const other: SubscriptionState = defaultState === 'subscribed' ? 'unsubscribed' : 'subscribed';
-    params.push(cond.topicId, other);
-    const probe = 'exists (select 1 from subscriptions s where s.topic_id = ? and s.state = ? and s.contact_id = c.id)';
-    return cond.state === defaultState ? `not ${probe}` : probe;
+    const { row, present } = effectiveStateIs(cond.defaultOptIn, cond.state);
+    params.push(cond.topicId, row);
+    const probe = explicitRow('?', '?', 'c.id');
+    return present ? probe : `not ${probe}`;
   });
 }

@@ -1,5 +1,6 @@
 import type { Orm } from '../orm';
 import type { AutomationRunStatus, ContactStatus } from '../entities';
+import { effectiveState, topicsWithRows } from './topic-state';
 
 /**
  * The state changes of one automation run, as its activities make them (activities/automation-run.ts).
@@ -155,7 +156,7 @@ export async function cancelRuns(orm: Orm, where: { runId: string } | { automati
   return (rows as { id: string }[]).map((r) => r.id);
 }
 
-/** A contact's effective state for a topic (its row, else the topic's default); null when the topic is gone. */
+/** A contact's effective state for a topic (db/sql/topic-state.ts); null when the topic is gone. */
 export async function topicStateOf(
   orm: Orm,
   organizationId: string,
@@ -163,8 +164,8 @@ export async function topicStateOf(
   slug: string,
 ): Promise<'subscribed' | 'unsubscribed' | null> {
   const [row] = await orm.em.fork().execute(
-    `select coalesce(s.state, case when t.default_opt_in then 'subscribed' else 'unsubscribed' end) as state
-       from topics t left join subscriptions s on s.topic_id = t.id and s.contact_id = ?
+    `select ${effectiveState('t.default_opt_in', 's.state')} as state
+       from ${topicsWithRows('?')}
       where t.organization_id = ? and t.slug = ?`,
     [contactId, organizationId, slug],
   );
@@ -179,11 +180,15 @@ export async function mergeContactProperties(
   remove: string[],
   now: Date,
 ): Promise<boolean> {
-  const rows = await orm.em.fork().execute(
-    `with p as (select (properties || ?::jsonb) - array(select jsonb_array_elements_text(?::jsonb)) as merged from contacts where id = ?)
-       update contacts c set properties = p.merged, updated_at = ? from p where c.id = ? and p.merged is distinct from c.properties returning c.id`,
-    [JSON.stringify(set), JSON.stringify(remove), contactId, now, contactId],
-  );
+  // Merged in the update itself, so a concurrent write to the row is merged into, not overwritten:
+  // after waiting on its lock the update reads the row as that write left it.
+  const merged = `(properties || ?::jsonb) - array(select jsonb_array_elements_text(?::jsonb))`;
+  const rows = await orm.em
+    .fork()
+    .execute(
+      `update contacts set properties = ${merged}, updated_at = ? where id = ? and ${merged} is distinct from properties returning id`,
+      [JSON.stringify(set), JSON.stringify(remove), now, contactId, JSON.stringify(set), JSON.stringify(remove)],
+    );
   if (rows.length) return true;
   const [exists] = await orm.em.fork().execute('select 1 from contacts where id = ?', [contactId]);
   return exists !== undefined;

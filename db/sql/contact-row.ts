@@ -1,4 +1,5 @@
 import type { ContactStatus, PropertyValue, SubscriptionState } from '../entities';
+import { effectiveState, topicsWithRows } from './topic-state';
 
 /** A subscription as the contact object shows it: the effective state, explicit or by the topic's default. */
 export interface SubscriptionView {
@@ -23,14 +24,23 @@ export interface ContactRow {
   subscriptions: SubscriptionView[];
 }
 
-/** The contact columns, from a row or CTE named `alias`. */
-export const contactColumns = (alias: string) =>
-  ['id', 'email', 'first_name', 'last_name', 'status', 'properties', 'created_at', 'updated_at'].map((c) => `${alias}.${c}`).join(', ');
+/**
+ * A contact's own fields, in the order every contact shape shows them: the rows of the statements
+ * here (then the API adds `object` and `subscriptions`, api/contacts/present.ts) and the `data` of
+ * the contact webhooks (db/sql/webhook-payloads.ts).
+ */
+export const CONTACT_FIELDS = ['id', 'email', 'first_name', 'last_name', 'status', 'properties', 'created_at', 'updated_at'] as const;
 
-/** One subscription entry per topic row `t` with its explicit row `s` (null without one), as JSON. */
+/** The contact columns, from a row or CTE named `alias`. */
+export const contactColumns = (alias: string) => CONTACT_FIELDS.map((c) => `${alias}.${c}`).join(', ');
+
+/**
+ * One subscription entry per topic row `t` with its explicit row `s` (null without one), as JSON;
+ * the state is the effective one (db/sql/topic-state.ts).
+ */
 const entry = (t: string, s: string) => `json_build_object(
     'topic', ${t}.slug,
-    'state', coalesce(${s}.state, case when ${t}.default_opt_in then 'subscribed' else 'unsubscribed' end),
+    'state', ${effectiveState(`${t}.default_opt_in`, `${s}.state`)},
     'explicit', ${s}.state is not null,
     'changed_at', ${s}.changed_at,
     'source', ${s}.source)`;
@@ -41,7 +51,7 @@ const entry = (t: string, s: string) => `json_build_object(
  */
 export const subscriptionsJson = (contactId: string, organizationId: string) => `coalesce((
     select json_agg(${entry('t', 's')} order by t.slug)
-      from topics t left join subscriptions s on s.topic_id = t.id and s.contact_id = ${contactId}
+      from ${topicsWithRows(contactId)}
      where t.organization_id = ${organizationId}), '[]'::json)`;
 
 /**

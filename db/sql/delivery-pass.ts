@@ -1,9 +1,10 @@
 import type { Orm } from '../orm';
 import type { EmailStatus, EventType, KeyMode, RecipientState, Stream } from '../entities';
 import { runPrepared, type PreparedStatement } from '../prepared';
+import { insertEvents } from './email-events';
 
 /**
- * The statements of one delivery pass (activities/send-email.ts deliverMany): read the claimed
+ * The statements of one delivery pass (activities/delivery-pass.ts deliverMany): read the claimed
  * messages with their recipients, commit the due ones `in_flight`, read the sender identities,
  * then write every outcome at once. Hand-written instead of MikroORM entities because a pass
  * runs for every message that leaves: hydrating and diffing entities cost more CPU per message
@@ -136,7 +137,7 @@ export interface PassOutcomes {
  * deliveries their trigger adds) and message statuses commit together or not at all.
  */
 const RECORD_OUTCOMES: PreparedStatement = {
-  name: 'delivery_pass_outcomes_v1',
+  name: 'delivery_pass_outcomes_v2',
   text: `
 with rc as (
   update recipients r set state = u.state, attempts = r.attempts + u.tried, updated_at = $1
@@ -144,12 +145,21 @@ with rc as (
    where r.id = u.id
   returning 1
 ), ev as (
-  insert into email_events (email_id, organization_id, type, recipient, at, bounce_type, detail)
-  select u.email_id, u.organization_id, u.type, u.recipient, $1, u.bounce_type, u.detail
-    from unnest($5::uuid[], $6::uuid[], $7::text[], $8::text[], $9::text[], $10::text[])
+  ${insertEvents(
+    {
+      emailId: 'u.email_id',
+      organizationId: 'u.organization_id',
+      type: 'u.type',
+      recipient: 'u.recipient',
+      at: '$1',
+      bounceType: 'u.bounce_type',
+      detail: 'u.detail',
+    },
+    `from unnest($5::uuid[], $6::uuid[], $7::text[], $8::text[], $9::text[], $10::text[])
          with ordinality as u(email_id, organization_id, type, recipient, bounce_type, detail, n)
    order by u.n
-  returning 1
+  returning 1`,
+  )}
 ), em as (
   update emails e set status = u.status, updated_at = $1,
          sent_at = case when u.sent then coalesce(e.sent_at, $1) else e.sent_at end

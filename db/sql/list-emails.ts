@@ -1,11 +1,12 @@
 import type { Orm } from '../orm';
+import type { EmailStatus } from '../entities';
 
 export interface EmailSummaryRow {
   id: string;
   from_address: string;
   to_addresses: string[];
   subject: string;
-  status: string;
+  status: EmailStatus;
   mode: string;
   source: string;
   kind: string | null;
@@ -17,7 +18,7 @@ export interface ListEmailsFilter {
   organizationId: string;
   /** A domain-restricted key's domains; null: every domain. */
   domainIds: string[] | null;
-  status?: string;
+  status?: EmailStatus;
   kind?: string;
   mode?: string;
   since?: Date;

@@ -1,5 +1,6 @@
 import type { Orm } from '../orm';
 import { runPrepared, type PreparedStatement } from '../prepared';
+import { effectiveState, topicsWithRows } from './topic-state';
 
 export interface PreferencesRow {
   organization: string;
@@ -18,9 +19,9 @@ const PREFERENCES: PreparedStatement = {
   text: `
 select o.name as organization, c.status,
        coalesce((select json_agg(json_build_object('id', t.id, 'name', t.name,
-                   'state', coalesce(s.state, case when t.default_opt_in then 'subscribed' else 'unsubscribed' end))
+                   'state', ${effectiveState('t.default_opt_in', 's.state')})
                    order by t.name, t.id)
-                   from topics t left join subscriptions s on s.topic_id = t.id and s.contact_id = c.id
+                   from ${topicsWithRows('c.id')}
                   where t.organization_id = o.id), '[]') as topics
   from organizations o left join contacts c on c.organization_id = o.id and c.email = $2
  where o.id = $1`,

@@ -1,5 +1,6 @@
 import type { Orm } from '../orm';
 import { runPrepared, type PreparedStatement } from '../prepared';
+import { insertEvents } from './email-events';
 
 /**
  * An open or a click of tracked mail, as a message event of its one recipient (webhooks fan it
@@ -8,14 +9,14 @@ import { runPrepared, type PreparedStatement } from '../prepared';
  * $1 message, $2 type (`opened` | `clicked`), $3 now, $4 detail (`machine` or null), $5 url.
  */
 const RECORD_ENGAGEMENT: PreparedStatement = {
-  name: 'record_engagement_v1',
-  text: `
-insert into email_events (email_id, organization_id, type, recipient, at, detail, url)
-select e.id, e.organization_id, $2, r.address, $3, $4, $5
-  from emails e
+  name: 'record_engagement_v2',
+  text: insertEvents(
+    { emailId: 'e.id', organizationId: 'e.organization_id', type: '$2', recipient: 'r.address', at: '$3', detail: '$4', url: '$5' },
+    `from emails e
   cross join lateral (select address from recipients where email_id = e.id and state <> 'suppressed' order by id limit 1) r
  where e.id = $1 and (e.track_opens or e.track_clicks)
 returning id`,
+  ),
 };
 
 export async function recordEngagement(

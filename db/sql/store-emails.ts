@@ -2,6 +2,8 @@ import type { Orm } from '../orm';
 import { runPrepared, type PreparedStatement } from '../prepared';
 import { keyForToken } from './key-for-token';
 import { admits, capOf, chargeWindows } from './rate-window';
+import { leftTopic } from './topic-state';
+import { eventType, insertEvents } from './email-events';
 
 /** One request's fate in a store statement. */
 export interface StoredRequest {
@@ -49,9 +51,9 @@ export interface StoreResult {
  *   messages are refused, each on its own.
  * - A recipient is suppressed when its organization's suppression list holds the address, and,
  *   for bulk kinds only, when its contact is `unsubscribed` or `bounced` or has left the
- *   message's topic (an explicit `unsubscribed` row): the event's detail then says which
- *   (`unsubscribed`, `bounced`). A message whose every recipient is suppressed is stored as
- *   `suppressed` and never queued (enqueued_at is set).
+ *   message's topic (an explicit `unsubscribed` row: `leftTopic`, topic-state.ts): the event's
+ *   detail then says which (`unsubscribed`, `bounced`). A message whose every recipient is
+ *   suppressed is stored as `suppressed` and never queued (enqueued_at is set).
  * - A message whose idempotency key its organization already used is skipped (`do nothing`,
  *   after waiting for a concurrent holder to commit); the caller answers it as a replay. Its
  *   recipients, events and attachments are skipped with it: each child insert joins the rows
@@ -62,9 +64,9 @@ export interface StoreResult {
  * binary form first cost more than the one parse (measured, 250 messages a statement: 7 µs less
  * per message as json).
  *
- * The column lists mirror the entities in db/entities (Email, Recipient, EmailEvent, Attachment):
- * GET /emails/:id and the SendEmail activities read what this stores through those entities, so
- * the API and delivery tests cover the mapping.
+ * The column lists mirror the entities in db/entities (Email, Recipient, EmailEvent, Attachment;
+ * an event row as db/sql/email-events.ts writes it): GET /emails/:id and the SendEmail activities
+ * read what this stores through those entities, so the API and delivery tests cover the mapping.
  */
 const STORE_EMAILS_SQL = `
 with q as (
@@ -139,9 +141,7 @@ with q as (
         when exists (select 1 from suppressions s where s.organization_id = ok.org and s.email = x.address) then 'list'
         when ok.bulk then (
           select case when c.status <> 'subscribed' then c.status
-                      when ok.topic_id is not null and exists (
-                        select 1 from subscriptions sb where sb.contact_id = c.id and sb.topic_id = ok.topic_id and sb.state = 'unsubscribed')
-                        then 'unsubscribed' end
+                      when ok.topic_id is not null and ${leftTopic('ok.topic_id', 'c.id')} then 'unsubscribed' end
             from contacts c where c.organization_id = ok.org and c.email = x.address)
       end as reason
       -- Not flattened: inlined, the lookups ran once for each use of the reason (twice).
@@ -172,11 +172,17 @@ with q as (
   select r.id, r.email_id, r.address, r.field, case when r.suppressed then 'suppressed' else 'pending' end, 0, r.at
     from r join e on e.id = r.email_id
 ), ev as (
-  insert into email_events (email_id, organization_id, type, recipient, at, detail)
-  select r.email_id, r.org, case when r.suppressed then 'suppressed' else 'queued' end, r.address, r.at,
-         case when r.reason in ('unsubscribed', 'bounced') then r.reason end
-    from r join e on e.id = r.email_id
-   order by r.pos
+  ${insertEvents(
+    {
+      emailId: 'r.email_id',
+      organizationId: 'r.org',
+      type: `case when r.suppressed then ${eventType('suppressed')} else ${eventType('queued')} end`,
+      recipient: 'r.address',
+      at: 'r.at',
+      detail: `case when r.reason in ('unsubscribed', 'bounced') then r.reason end`,
+    },
+    'from r join e on e.id = r.email_id order by r.pos',
+  )}
 ), att as (
   insert into attachments (id, email_id, position, filename, content_type, size, content)
   select x.id, x.email_id, x.position, x.filename, x.content_type, x.size, decode(x.content, 'base64')
@@ -191,7 +197,7 @@ select coalesce((select json_agg(json_build_object('req', q.req, 'known', p.req 
                    from e join ra on ra.email_id = e.id), '[]') as stored,
        coalesce((select json_agg(json_build_object('id', m.id, 'code', m.refusal)) from m where m.refusal is not null), '[]') as refused`;
 
-const STORE_EMAILS: PreparedStatement = { name: 'store_emails_v15', text: STORE_EMAILS_SQL };
+const STORE_EMAILS: PreparedStatement = { name: 'store_emails_v16', text: STORE_EMAILS_SQL };
 
 /**
  * Large groups (a broadcast's chunks, big group commits) plan without nested loops: the
@@ -203,7 +209,7 @@ const STORE_EMAILS: PreparedStatement = { name: 'store_emails_v15', text: STORE_
  * because a connection's cached plan does not follow a changed setting.
  */
 const STORE_EMAILS_LARGE: PreparedStatement = {
-  name: 'store_emails_large_v2',
+  name: 'store_emails_large_v3',
   text: STORE_EMAILS_SQL,
   settings: ['enable_nestloop = off'],
 };

@@ -1,5 +1,6 @@
 import type { Orm } from '../orm';
 import { runPrepared, type PreparedStatement } from '../prepared';
+import { eventType, insertEvents, UNSUBSCRIBED_ONCE } from './email-events';
 
 export interface UnsubscribeRow {
   /** The topic the link named still exists: the recipient left that topic only. */
@@ -16,15 +17,15 @@ export interface UnsubscribeRow {
  * - without one (or its topic was deleted since: the recipient asked to leave, so the wider
  *   choice is the safe one): the contact becomes `unsubscribed` (created so if absent); a
  *   `bounced` contact stays `bounced`;
- * - the message gets an `unsubscribed` event for the recipient once: the partial unique index
- *   email_events_unsubscribed_once makes repeats and concurrent clicks write nothing. The
+ * - the message gets an `unsubscribed` event for the recipient once (UNSUBSCRIBED_ONCE,
+ *   db/sql/email-events.ts): repeats and concurrent clicks write nothing. The
  *   message may be gone (retention): the change above is made all the same.
  * A contact created here records no `contact.created` automation trigger: it exists to hold an
  * opt-out, and must not start a welcome series. (The webhook `contact.created` fires as for any.)
  * $1 organization, $2 message, $3 topic or null, $4 address, $5 now, $6 id for a new contact.
  */
 const UNSUBSCRIBE: PreparedStatement = {
-  name: 'unsubscribe_v1',
+  name: 'unsubscribe_v2',
   text: `
 with o as (
   select id, name from organizations where id = $1
@@ -43,10 +44,18 @@ with o as (
   on conflict (contact_id, topic_id) do update set state = 'unsubscribed', source = excluded.source, changed_at = excluded.changed_at
     where s.state <> 'unsubscribed'
 ), ev as (
-  insert into email_events (email_id, organization_id, type, recipient, at, detail)
-  select e.id, e.organization_id, 'unsubscribed', $4, $5, (select slug from t)
-    from emails e join o on o.id = e.organization_id where e.id = $2
-  on conflict (email_id, recipient) where type = 'unsubscribed' do nothing
+  ${insertEvents(
+    {
+      emailId: 'e.id',
+      organizationId: 'e.organization_id',
+      type: eventType('unsubscribed'),
+      recipient: '$4',
+      at: '$5',
+      detail: '(select slug from t)',
+    },
+    `from emails e join o on o.id = e.organization_id where e.id = $2
+  ${UNSUBSCRIBED_ONCE}`,
+  )}
 )
 select (select slug from t) as topic_slug, (select name from t) as topic_name, (select name from o) as organization`,
 };

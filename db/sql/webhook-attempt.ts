@@ -70,6 +70,11 @@ export interface RecordedAttempt {
   handed_back: boolean;
 }
 
+/** Why this attempt disables endpoint `w` (null: it does not): 410 Gone, or failing for 5 days. */
+const DISABLING = `case when not $3 or $4 or not w.enabled then null
+                        when $5 then 'gone'
+                        when w.failing_since <= coalesce($11::timestamptz, now()) - interval '5 days' then 'failing' end`;
+
 /**
  * Records an attempt in one statement: the delivery (only if still pending in this run, so a
  * superseded run records nothing), the endpoint's failure streak, and, when this attempt
@@ -79,7 +84,8 @@ export interface RecordedAttempt {
  */
 const RECORD: PreparedStatement = {
   // v3: $11, the workflow's time, stands in for now() where the schedule and the failure streak are reckoned.
-  name: 'record_webhook_attempt_v3',
+  // v4: the endpoint is disabled (and audited) once, by the attempt that finds it enabled under its row lock.
+  name: 'record_webhook_attempt_v4',
   text: `
     with d as (
       update webhook_deliveries set
@@ -93,12 +99,21 @@ const RECORD: PreparedStatement = {
         updated_at = now()
        where id = $1 and run = $2 and status = 'pending'
       returning endpoint_id, status, next_attempt_at, enqueued_at
-    ), c as (
-      select w.id, w.organization_id, w.failing_since,
-             case when not $3 or $4 or not w.enabled then null
-                  when $5 then 'gone'
-                  when w.failing_since <= coalesce($11::timestamptz, now()) - interval '5 days' then 'failing' end as disabling
+    ), seen as (
+      select w.id, w.organization_id, w.failing_since, ${DISABLING} as disabling
         from webhook_endpoints w join d on d.endpoint_id = w.id
+    ), locked as (
+      -- Only an attempt that may disable the endpoint locks its row, and decides again on the row
+      -- as it is once the lock is held: of concurrent attempts that would disable it, one does (and
+      -- writes the audit entry); a success or an ordinary failure takes no lock.
+      select ${DISABLING} as disabling
+        from webhook_endpoints w join seen on seen.id = w.id
+       where seen.disabling is not null
+         for update of w
+    ), c as (
+      select seen.id, seen.organization_id, seen.failing_since,
+             case when seen.disabling is not null then (select locked.disabling from locked) end as disabling
+        from seen
     ), w as (
       update webhook_endpoints w set
         failing_since = case when $4 then null else coalesce(w.failing_since, $11::timestamptz, now()) end,
