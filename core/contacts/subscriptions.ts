@@ -1,6 +1,7 @@
 import type { Orm } from '../../db/orm';
 import type { ContactRow } from '../../db/sql/contact-row';
 import { changeSubscriptions as changeStatement } from '../../db/sql/change-subscriptions';
+import { readContact } from '../../db/sql/read-contact';
 import { notFound } from '../errors';
 import type { ContactRef } from './lookup';
 import { unknownTopic } from './rules';
@@ -29,5 +30,7 @@ export async function changeSubscriptions(
   if (!row.contact_exists) throw notFound('contact');
   if (row.unknown_topics.length) throw unknownTopic(row.unknown_topics);
   if (!row.contact) throw notFound('contact');
-  return row.contact;
+  if (!row.unwritten) return row.contact;
+  // A fresh read shows what a concurrent change to the same topics committed meanwhile.
+  return (await readContact(orm, organizationId, { id: row.contact.id, email: null })) ?? row.contact;
 }

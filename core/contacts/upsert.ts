@@ -46,7 +46,7 @@ export async function upsertContact(
       throw err;
     }
     if (!row.known) throw invalidKey();
-    if (!row.admitted) throw rateLimited(row.rate_limit, false);
+    if (!row.admitted) throw rateLimited(row.rate_limit);
     if (row.mode !== 'live') throw testKeyRefused();
     const { req: _q, known: _k, admitted: _a, mode: _m, rate_limit: _r, created: isNew, topics_applied, ...contact } = row;
     created ||= isNew === true;

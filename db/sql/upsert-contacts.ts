@@ -3,6 +3,7 @@ import type { ContactStatus, PropertyValue } from '../entities';
 import { runPrepared, type PreparedStatement } from '../prepared';
 import { contactColumns, subscriptionsJsonAfterWrite, type ContactRow } from './contact-row';
 import { requestsByToken } from './rate-window';
+import { topicSubscribedTriggers, writeSubscriptions } from './subscription-writes';
 
 /** One upsert request of a group. */
 export interface UpsertRequest {
@@ -52,8 +53,10 @@ export type UpsertContactRow = {
  *   `xmax = 0` tells an insert from an update.
  * - topics: missing ones created (name = slug, default opt-in on), existing ones read.
  * - an explicit `subscribed` row per topic; a row already subscribed is left alone, so only real
- *   changes are returned and fire `topic.subscribed`; `contact.created` when the contact row was
- *   inserted, unless the key is domain-restricted (spec: Authentication 4).
+ *   changes are returned and fire `topic.subscribed`, by the rule the subscriptions endpoint
+ *   follows (db/sql/subscription-writes.ts: whatever the key's domain restriction); trigger rows
+ *   are written for those changes only. `contact.created` when the contact row was inserted,
+ *   unless the key is domain-restricted (spec: Authentication 4).
  * A topic another transaction creates at the same moment is neither inserted (conflict) nor in
  * this statement's snapshot: the request's `topics_applied` then falls short and the caller runs
  * it again. Rows are written in key order (contacts by organization and email, subscriptions by
@@ -62,7 +65,7 @@ export type UpsertContactRow = {
  * $1 requests (JSON array), $2 now.
  */
 const UPSERT_CONTACTS: PreparedStatement = {
-  name: 'upsert_contacts_v1',
+  name: 'upsert_contacts_v2',
   text: `
 with q as (
   select * from jsonb_to_recordset($1::jsonb) as x(
@@ -98,16 +101,12 @@ with q as (
        where (t.organization_id, t.slug) in (select organization_id, slug from wanted)
     ) t on t.organization_id = w.organization_id and t.slug = w.slug
 ), written as (
-  insert into subscriptions as s (contact_id, topic_id, state, source, changed_at)
-  select cr.id, t.id, 'subscribed', 'api', $2 from cr join topics_written t on t.req = cr.req order by cr.id, t.id
-  on conflict (contact_id, topic_id) do update set state = 'subscribed', source = 'api', changed_at = $2
-    where s.state <> 'subscribed'
-  returning s.contact_id, s.topic_id, s.state, s.source, s.changed_at
+  ${writeSubscriptions(`select cr.id, t.id, 'subscribed', 'api', $2 from cr join topics_written t on t.req = cr.req order by cr.id, t.id`)}
 ), triggers as (
   insert into automation_triggers (organization_id, type, contact_id, topic_id, created_at)
   select cr.organization_id, 'contact.created', cr.id, null, $2 from cr where cr.created and cr.domain_ids is null
   union all
-  select cr.organization_id, 'topic.subscribed', cr.id, w.topic_id, $2 from cr join written w on w.contact_id = cr.id
+  ${topicSubscribedTriggers('cr.organization_id', '$2', 'join cr on cr.id = w.contact_id')}
 )
 select q.req, p.id is not null as known, coalesce(p.admitted, false) as admitted, p.mode, p.rate_limit,
        ${contactColumns('cr')}, cr.created, (select count(*)::int from topics_written t where t.req = q.req) as topics_applied,
