@@ -23,9 +23,9 @@ const DEFERRED_AUTH_MAX_BODY = 256 * 1024;
 const OWN_AUTH = Symbol('authenticates its route');
 const ownAuth = (mw: ApiMiddleware): ApiMiddleware => Object.assign(mw, { [OWN_AUTH]: true });
 
-/** The route the request matched mounts its own authentication. */
+/** The route that will run (the first the request matched with its method) mounts its own authentication. */
 function mountsOwnAuth(ctx: ApiContext): boolean {
-  const route = (ctx.matched ?? []).filter((l) => l.methods.includes(ctx.method)).at(-1);
+  const route = (ctx.matched ?? []).find((l) => l.methods.includes(ctx.method));
   return route?.stack.some((fn) => OWN_AUTH in fn) ?? false;
 }
 

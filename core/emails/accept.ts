@@ -41,7 +41,7 @@ export type StoreCredentials = Credentials | { keyId: string };
 /**
  * The message was rendered from a template version that, by the time the store statement ran, was
  * deleted or no longer the latest it was resolved as: nothing was stored, and the caller renders
- * it again (core/emails/render-templates.ts).
+ * it again (core/emails/submit.ts).
  */
 export const TEMPLATE_CHANGED = Symbol('template_changed');
 export type AcceptResult = Accepted | ServiceError | typeof TEMPLATE_CHANGED;

@@ -59,7 +59,7 @@ class Bounded<K, V> extends Map<K, V> {
  *   so a send costs no round trip of its own for it. PostgreSQL still decides: the store statement
  *   stores a message only if its template is still there and, for `latest`, still at that version
  *   (db/sql/store-emails.ts); otherwise the message comes back `template_changed` and is rendered
- *   again from a `fresh` lookup (core/emails/render-templates.ts). A template deleted or published
+ *   again from a `fresh` lookup (core/emails/submit.ts). A template deleted or published
  *   a moment ago therefore never sends the old version, on any process.
  * - A token's organization never changes; it is remembered so sends by different keys of one
  *   organization share the remembered refs. The store statement authenticates every send anyway.

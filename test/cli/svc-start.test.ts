@@ -14,7 +14,8 @@ describe('svc start (what npm start runs) and the svc commands, on embedded defa
   it('boots an embedded PostgreSQL, prints keys and a working curl, delivers to the dev inbox, and shares the database with svc', async () => {
     const dataDir = tempDir('svc-start');
     const port = await freePort();
-    const env = { DATA_DIR: dataDir, PORT: String(port), DEV_SMTP_PORT: '0' };
+    // No SECRETS_KEY: the service generates its key into the data folder, and the commands read it there.
+    const env = { DATA_DIR: dataDir, PORT: String(port), DEV_SMTP_PORT: '0', SECRETS_KEY: '' };
     const child = runSvc(['start'], env);
     const base = `http://127.0.0.1:${port}`;
     // While PostgreSQL is being initialised the port already answers, with 503.
@@ -89,6 +90,7 @@ describe('svc start (what npm start runs) and the svc commands, on embedded defa
     assert.equal(org.name, 'Second');
     const dom = await svcJson(['domain', 'create', '--org', org.id, '--name', 'second.test', '--stream', 'bulk', '--verified'], env);
     assert.deepEqual([dom.name, dom.status, dom.stream], ['second.test', 'verified', 'bulk']);
+    assert.ok(fs.existsSync(path.join(dataDir, 'secrets.key')), 'the generated secrets key is kept in the data folder');
     // Without --verified: a DKIM key and the records to publish, pending until verified.
     const pending = await svcJson(['domain', 'create', '--org', org.id, '--name', 'Pending.Test'], env);
     assert.deepEqual([pending.name, pending.status], ['pending.test', 'pending']);
