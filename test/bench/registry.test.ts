@@ -205,14 +205,14 @@ function sample(): AllMeasured {
 }
 
 /**
- * The headings and table lines of a BENCHMARKS.md, numbers masked (only values change between
+ * The headings and table lines of a BENCHMARKS.md, numbers masked, a sign too (only values change between
  * runs) and runs of identical lines kept once (the soak has a row per minute).
  */
 function shape(md: string): string[] {
   const lines = md
     .split('\n')
     .filter((l) => l.startsWith('#') || l.startsWith('|'))
-    .map((l) => l.replace(/\d[\d,.]*/g, '#'));
+    .map((l) => l.replace(/-?\d[\d,.]*/g, '#'));
   return lines.filter((l, i) => l !== lines[i - 1]);
 }
 
