@@ -2,11 +2,7 @@ import assert from 'node:assert/strict';
 import type { Orm } from '../../db/orm';
 import { deleteFinishedWorkflows } from '../../db/sql/engine-retention';
 import { openTestDb, openTransaction, sql, unique } from '../support/db-fixtures';
-
-// The DBOS system tables, created as DBOS 5.3 creates them (its own migrations).
-const { migrateSystemDatabase } = require('@dbos-inc/dbos-sdk/internal/system_database') as {
-  migrateSystemDatabase(url: string, logger: unknown): Promise<void>;
-};
+import { installDbosSchema } from '../support/db-fixtures-rz';
 
 const DAY_MS = 86_400_000;
 const RETENTION_MS = 5 * DAY_MS;
@@ -30,8 +26,7 @@ describe('db/sql/engine-retention: finished engine workflows past the retention 
 
   before(async () => {
     orm = await openTestDb('db_engine_retention');
-    const quiet = { info() {}, debug() {}, warn() {}, error() {} };
-    await migrateSystemDatabase(orm.config.get('clientUrl')!, quiet);
+    await installDbosSchema(orm);
   });
   after(async () => orm.close());
   // The statement serves the whole engine: each test starts with no workflow.

@@ -14,11 +14,10 @@ import {
   openTestDb,
   sql,
   unique,
+  type KeyRow,
   type Row,
 } from '../support/db-fixtures';
 import { releasedTogether, typed, values } from '../support/db-fixtures-rz';
-
-type Key = Row & { token: string; token_hash: string };
 
 /** The run id the statement derives: md5(automation, contact, dedupe key) as a UUID. */
 function runId(automationId: string, contactId: string, key: string): string {
@@ -36,13 +35,13 @@ describe('db/sql/record-events: POST /events, a group in one statement', functio
   after(async () => orm.close());
 
   /** An organization with a live key and an enabled automation on `signed_up`. */
-  async function setup(orgOver: Row = {}): Promise<{ org: Row; key: Key; automation: Row }> {
+  async function setup(orgOver: Row = {}): Promise<{ org: Row; key: KeyRow; automation: Row }> {
     const org = await insertOrganization(orm, orgOver);
     const key = await insertKey(orm, org.id, { rate_limit: 1000 });
     const automation = await insertAutomation(orm, org.id, key.id, { trigger_event: 'signed_up' });
     return { org, key, automation };
   }
-  const event = (k: Key, email: string, over: Partial<EventRequest> = {}): EventRequest => ({
+  const event = (k: KeyRow, email: string, over: Partial<EventRequest> = {}): EventRequest => ({
     tokenHash: k.token_hash,
     email,
     newContactId: uuidv7(),
@@ -184,7 +183,12 @@ describe('db/sql/record-events: POST /events, a group in one statement', functio
     const capped = await insertKey(orm, org.id, { rate_limit: 1 });
     const [t, c1, c2, u] = await recordEvents(
       orm,
-      [event(test, address()), event(capped, address()), event(capped, address()), event({ token_hash: 'c'.repeat(64) } as Key, address())],
+      [
+        event(test, address()),
+        event(capped, address()),
+        event(capped, address()),
+        event({ token_hash: 'c'.repeat(64) } as KeyRow, address()),
+      ],
       now,
     );
     assert.deepEqual([t.known, t.admitted, t.mode, t.contact_id], [true, true, 'test', null]);

@@ -15,18 +15,17 @@ import {
   openTestDb,
   sql,
   unique,
+  type KeyRow,
   type Row,
 } from '../support/db-fixtures';
 import { rateWindow, releasedTogether, values } from '../support/db-fixtures-rz';
-
-type Key = Row & { token: string; token_hash: string };
 
 describe('db/sql/store-emails: send requests authenticated, charged and stored in one statement', function () {
   let orm: Orm;
   let org: Row;
   let domain: Row;
   let bulkDomain: Row;
-  let key: Key;
+  let key: KeyRow;
   const at = new Date('2031-04-05T06:07:08.000Z');
 
   before(async () => {
@@ -68,7 +67,7 @@ describe('db/sql/store-emails: send requests authenticated, charged and stored i
   }
   /** Requests, each with its messages; numbered and positioned as the group store does. */
   function params(
-    requests: { key?: Key | null; keyId?: string; cost?: number; prepaid?: boolean; messages: Message[] }[],
+    requests: { key?: KeyRow | null; keyId?: string; cost?: number; prepaid?: boolean; messages: Message[] }[],
     attachments: StoreParams['attachments'] = [],
   ): StoreParams {
     const p: StoreParams = { requests: [], emails: [], recipients: [], attachments };
@@ -169,7 +168,7 @@ describe('db/sql/store-emails: send requests authenticated, charged and stored i
 
   it('an unknown token: not known, nothing stored', async () => {
     const msg = message();
-    const r = await storeEmails(orm, params([{ key: { token_hash: 'a'.repeat(64) } as Key, messages: [msg] }]));
+    const r = await storeEmails(orm, params([{ key: { token_hash: 'a'.repeat(64) } as KeyRow, messages: [msg] }]));
     assert.deepEqual(r.requests, [{ req: 0, known: false, admitted: false, rate_limit: null, organization_id: null }]);
     assert.deepEqual([r.stored, r.refused], [[], []]);
     assert.equal(await emailRow(msg.id), undefined);
@@ -369,7 +368,7 @@ describe('db/sql/store-emails: send requests authenticated, charged and stored i
    */
   it('race: concurrent stores with one idempotency key store exactly one message', async () => {
     const ik = unique('race');
-    const keys: Key[] = [];
+    const keys: KeyRow[] = [];
     for (let i = 0; i < 4; i++) keys.push(await insertKey(orm, org.id));
     const msgs = keys.map(() => message({ idempotency_key: ik }));
     const held = uuidv7();

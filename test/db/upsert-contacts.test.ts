@@ -13,16 +13,15 @@ import {
   openTestDb,
   sql,
   unique,
+  type KeyRow,
   type Row,
 } from '../support/db-fixtures';
 import { rateWindow, releasedTogether, values } from '../support/db-fixtures-rz';
 
-type Key = Row & { token: string; token_hash: string };
-
 describe('db/sql/upsert-contacts: contact upserts authenticated, charged and written in one statement', function () {
   let orm: Orm;
   let org: Row;
-  let key: Key;
+  let key: KeyRow;
   const now = new Date('2031-02-02T02:02:02.000Z');
   const later = new Date('2031-02-03T02:02:02.000Z');
 
@@ -33,7 +32,7 @@ describe('db/sql/upsert-contacts: contact upserts authenticated, charged and wri
   });
   after(async () => orm.close());
 
-  const request = (email: string, over: Partial<UpsertRequest> = {}, k: Key = key): UpsertRequest => ({
+  const request = (email: string, over: Partial<UpsertRequest> = {}, k: KeyRow = key): UpsertRequest => ({
     tokenHash: k.token_hash,
     newId: uuidv7(),
     email,
@@ -144,7 +143,7 @@ describe('db/sql/upsert-contacts: contact upserts authenticated, charged and wri
     const r = await upsert(request(address, {}, test));
     assert.deepEqual([r.known, r.admitted, r.mode, r.id, r.created], [true, true, 'test', null, null]);
     assert.equal(await contact(org.id, address), undefined);
-    const u = await upsert(request(address, {}, { token_hash: 'b'.repeat(64) } as Key));
+    const u = await upsert(request(address, {}, { token_hash: 'b'.repeat(64) } as KeyRow));
     assert.deepEqual([u.known, u.admitted, u.id], [false, false, null]);
   });
 

@@ -1,4 +1,3 @@
-import path from 'node:path';
 import { Client } from 'pg';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Orm } from '../../db/orm';
@@ -110,13 +109,14 @@ export function values<T>(settled: PromiseSettledResult<T>[]): T[] {
  * creates it, for the statement that writes it (take-over-dead-workers.ts). DBOS does not export
  * its migration statements, so they are read from the package's file.
  */
+// DBOS's own migrations of its system tables, as DBOS 5.3 runs them.
+const { migrateSystemDatabase } = require('@dbos-inc/dbos-sdk/internal/system_database') as {
+  migrateSystemDatabase(url: string, logger: unknown): Promise<void>;
+};
+
 export async function installDbosSchema(orm: Orm): Promise<void> {
-  const entry = require.resolve('@dbos-inc/dbos-sdk');
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const schema = require(path.join(path.dirname(entry), 'cli', 'schema.js')) as {
-    generateMigrationStatements(schemaName?: string): string[];
-  };
-  for (const statement of schema.generateMigrationStatements('dbos')) await sql(orm, statement);
+  const quiet = { info() {}, debug() {}, warn() {}, error() {} };
+  await migrateSystemDatabase(orm.config.get('clientUrl')!, quiet);
 }
 
 /** The rate window row of a key, or undefined. */

@@ -140,7 +140,10 @@ export async function insertOrganization(orm: Orm, over: Row = {}): Promise<Row>
 }
 
 /** A key with its current token: the row, plus `token` (clear) and `token_hash`. */
-export async function insertKey(orm: Orm, organizationId: string, over: Row = {}): Promise<Row & { token: string; token_hash: string }> {
+/** A key row with its token (shown once) and the token's hash. */
+export type KeyRow = Row & { token: string; token_hash: string };
+
+export async function insertKey(orm: Orm, organizationId: string, over: Row = {}): Promise<KeyRow> {
   const mode = (over.mode as 'live' | 'test' | undefined) ?? 'live';
   const key = await insertRow(orm, 'api_keys', {
     id: uuidv7(),
