@@ -29,6 +29,9 @@ import type { CapsSettings } from '../core/limits/usage';
 import type { RecipientLinks } from '../core/recipient-links';
 import { unsubscribeRoutes } from './public/unsubscribe';
 import { trackingRoutes } from './public/tracking';
+import { consoleMiddleware } from '../console/routes';
+import { ConsoleApi } from '../console/api';
+import type { ConsoleDeps } from '../console/state';
 
 export interface AppDeps {
   orm: Orm;
@@ -51,6 +54,8 @@ export interface AppDeps {
   automations?: () => void;
   /** Reads the signed tokens of unsubscribe and tracking links. */
   links: RecipientLinks;
+  /** The operator console at /console (absent: no console, as in API-only tests). */
+  console?: Omit<ConsoleDeps, 'orm' | 'log' | 'api' | 'caps' | 'engine'>;
 }
 
 export function createApp(deps: AppDeps): Koa<ApiState> {
@@ -59,6 +64,12 @@ export function createApp(deps: AppDeps): Koa<ApiState> {
   // Errors are rendered by errorMiddleware and logged there with an id; silence Koa's own printing.
   app.silent = true;
   app.use(errorMiddleware(deps.log));
+  if (deps.console) {
+    // The console calls this same app in process; its handler is taken once every route is mounted.
+    let handler: ReturnType<typeof app.callback> | undefined;
+    const api = new ConsoleApi(() => (handler ??= app.callback()));
+    app.use(consoleMiddleware({ ...deps.console, orm: deps.orm, log: deps.log, caps: deps.caps, engine: deps.engine, api }));
+  }
 
   const root = apiRouter();
   root.get('/health', async (ctx) => {

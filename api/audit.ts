@@ -4,7 +4,8 @@ import { uuidv7 } from '../db/ids';
 import type { AuthState } from '../core/auth';
 
 /**
- * Records a management write in the organization's audit log, naming the key. Persisted on the
+ * Records a management write in the organization's audit log, naming the key (or the console's
+ * operator, `console:<email>`, with no key). Persisted on the
  * caller's EntityManager so it commits (or not) with the change itself.
  */
 export function audit(
@@ -18,7 +19,8 @@ export function audit(
     Object.assign(new AuditEntry(), {
       id: uuidv7(),
       organizationId: a.organization.id,
-      apiKeyId: a.key.id,
+      apiKeyId: a.operator ? null : a.key.id,
+      actor: a.operator ? `console:${a.operator.email}` : null,
       action,
       targetType: target.type,
       targetId: target.id,

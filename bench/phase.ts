@@ -12,6 +12,7 @@ import type { AudiencePhaseResult } from './audience';
 import type { AutomationsPhaseResult } from './automations';
 import type { BroadcastPhaseResult } from './broadcast';
 import type { CapsPhaseResult } from './caps';
+import type { ConsolePhaseResult } from './console';
 import type { DrainPhaseResult } from './drain';
 import type { RelayResult } from './relay';
 import type { SendsResult } from './sends';
@@ -93,6 +94,7 @@ export interface PhaseResults {
   soak: SoakResult;
   broadcast: BroadcastPhaseResult;
   automations: AutomationsPhaseResult;
+  console: ConsolePhaseResult;
 }
 export type PhaseName = keyof PhaseResults;
 

@@ -7,6 +7,7 @@ import { audiencePhase } from './audience';
 import { automationsPhase } from './automations';
 import { broadcastPhase } from './broadcast';
 import { capsPhase } from './caps';
+import { consolePhase } from './console';
 import { drainPhase } from './drain';
 import { POOL, SECONDS, type LoadResult, type Measured, type Phase, type PhaseName, type PhaseResults } from './phase';
 import { relayPhase } from './relay';
@@ -28,6 +29,7 @@ export const PHASES: readonly AnyPhase[] = [
   soakPhase,
   broadcastPhase,
   automationsPhase,
+  consolePhase,
 ];
 
 /** A phase to run, and the part of it a BENCH_ONLY value names (bench/sends.ts). */

@@ -12,7 +12,7 @@
  * - BENCH_ONLY: for iterating on one path, measures the baseline and the phases named only (comma
  *   separated; in registry order), logs their results and prints their sections; BENCHMARKS.md is
  *   not written. Phases: sends, audience, webhooks, relay, caps, drain, temporal, soak, broadcast,
- *   automations; parts of sends: live-single, test-single, live-batch, test-batch, template (live
+ *   automations, console; parts of sends: live-single, test-single, live-batch, test-batch, template (live
  *   single sends plain and with templates).
  * - DATABASE_URL: a PostgreSQL to use (its admin URL; the bench creates and drops its databases)
  *   instead of an embedded one.
@@ -33,6 +33,8 @@
  *   measurement, and its bound from the first event (automations).
  * - BENCH_DELAY_ZERO_EVENTS [200], BENCH_DELAY_ZERO_INTERVAL_MS [50]: the delay-0 automation's
  *   events, one every so many ms (automations).
+ * - BENCH_CONSOLE_MESSAGES [1000000]: the messages of the organization whose console pages are
+ *   timed, seeded in SQL (a tenth as many in each of two others; console).
  */
 import fs from 'node:fs';
 import os from 'node:os';

@@ -7,6 +7,7 @@ import { isUuid } from '../db/ids';
 import { closeUnconfirmedBatch, countUnconfirmed } from '../db/sql/unconfirmed';
 import { CLOSE_UNCONFIRMED_SIGNAL } from '../workflows/send-email';
 import { closeUnconfirmed } from '../activities/unconfirmed';
+import { tellClosedRuns } from '../core/emails/unconfirmed';
 import { startTemporalEngine } from '../worker/temporal-engine';
 import { UsageError, withDb } from './shared';
 
@@ -72,9 +73,10 @@ export async function unconfirmedCommand(
         closed += rows.length;
         batches += 1;
         process.stderr.write(`batch ${batches}: closed ${rows.length} (${closed} so far)\n`);
-        if (engine) {
-          for (const r of rows) await engine.signal(r.id, CLOSE_UNCONFIRMED_SIGNAL).catch(() => undefined);
-        }
+        await tellClosedRuns(
+          engine,
+          rows.map((r) => r.id),
+        );
       }
     } finally {
       await engine?.stop();

@@ -1,18 +1,22 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { readConfig } from '../server/config';
+import { linkBaseUrl, readConfig } from '../server/config';
 import { openDatabase } from '../server/database';
 import { startService } from '../server/service';
 import { ensureLocalSetup } from '../server/bootstrap';
 import { startTemporalWorkers } from '../server/temporal-workers';
 import { Parts } from '../server/parts';
 import { createLogger } from '../core/logging';
+import { ensureFirstOperator } from '../core/console/operators';
 import { installTemporalRuntime } from '../worker/temporal-runtime';
 import { devServerArgs, temporalToolPath } from '../tools/temporal-tools';
 import { UsageError } from './shared';
 
 // The commands that keep running until a signal: svc start, svc worker, svc temporal dev.
+
+/** The console's first operator on a development start: the banner's set-password link is for it. */
+const FIRST_OPERATOR = 'admin@example.com';
 
 /** Where a client on this machine reaches a listener bound to `host`. */
 const relayHost = (host: string) => (host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host);
@@ -31,6 +35,16 @@ export async function start(): Promise<void> {
   -H 'Authorization: Bearer ${sendToken}' \\
   -H 'Content-Type: application/json' \\
   -d '{"from": "Hello <${from}>", "to": "you@example.com", "subject": "First email", "html": "<p>It works.</p>"}'`;
+  // Development: while no operator has a password, a fresh one-time link (the console's own link
+  // base, as `svc operator create` prints). Production makes no operator: the banner says how.
+  const firstOperatorLink = config.production
+    ? null
+    : await ensureFirstOperator(service.db.orm, FIRST_OPERATOR, linkBaseUrl(config, service.port));
+  const consoleLines = config.production
+    ? ['                 (operators: svc operator create --email you@example.com prints a one-time set-password link)']
+    : firstOperatorLink
+      ? [`  First operator ${FIRST_OPERATOR}: set the password at ${firstOperatorLink} (valid 24 h)`]
+      : [];
   const keyCreate = `svc key create --org ${setup.organization_id} --name NAME --permission send|full|admin --mode live|test`;
   // Tokens are shown once, when made: never again, never in production (which makes none here).
   const keyLines = tokens
@@ -51,6 +65,8 @@ export async function start(): Promise<void> {
     '',
     `  API            ${service.url}/api/v1`,
     `  Health         ${service.url}/health`,
+    `  Console        ${service.url}/console`,
+    ...consoleLines,
     service.inbox
       ? `  Dev inbox      ${service.url}/inbox   (SMTP sink on 127.0.0.1:${service.inbox.port}; set SMTP_URL for real delivery)`
       : `  Outbound SMTP  ${config.smtpUrl!.replace(/\/\/[^@/]*@/, '//***@')}`,

@@ -8,9 +8,10 @@ import type { Permission, KeyMode, Plan, Stream } from '../db/entities';
 import { UsageError, oneOf, operatorUsage, required, withDb } from './shared';
 import { start, temporalDev, worker } from './run';
 import { closeUnconfirmedCommand, unconfirmedCommand } from './email';
+import { operatorCreateCommand } from './operator';
 
 // The operator command (bin/svc.js, npm start): reads the arguments and runs the command they name;
-// the long-running ones are in cli/run.ts, the email ones in cli/email.ts.
+// the long-running ones are in cli/run.ts, the email ones in cli/email.ts, the console's operators in cli/operator.ts.
 
 const USAGE = `usage:
   svc start                                   run the API, the embedded engine and (without SMTP_URL) the dev inbox
@@ -28,6 +29,9 @@ const USAGE = `usage:
                                               off for a domain with an established reputation (audit-logged)
   svc domain create --org ORG_ID --name DOMAIN [--stream transactional|bulk] [--verified]
   svc key create --org ORG_ID --name NAME --permission send|full|admin --mode live|test [--domain DOMAIN_ID]... [--rate N]
+  svc operator create --email EMAIL [--org ORG_ID]
+                                              a console operator (platform; with --org, that organization's admin):
+                                              prints a one-time set-password link, valid 24 h; docs/operations.md
 Reads DATABASE_URL / DATA_DIR like npm start. Prints JSON on stdout.`;
 
 async function main(argv: string[]): Promise<void> {
@@ -49,6 +53,7 @@ async function main(argv: string[]): Promise<void> {
       stage: { type: 'string' },
       off: { type: 'boolean' },
       port: { type: 'string' },
+      email: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -137,6 +142,8 @@ async function main(argv: string[]): Promise<void> {
         });
       });
     }
+    case 'operator create':
+      return operatorCreateCommand({ email: values.email, org: values.org }, out);
     case 'key create': {
       const org = required('org', values.org);
       const name = required('name', values.name);

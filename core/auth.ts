@@ -11,7 +11,15 @@ export type AuthOrganization = Pick<Organization, 'id' | 'name' | 'plan'>;
 export interface AuthState {
   key: AuthKey;
   organization: AuthOrganization;
+  /** Set when an operator acts through the console: audit rows name them, and ADMIN keys may be minted. */
+  operator?: { email: string };
 }
+
+/**
+ * The console calls the API in process (console/api.ts) with the operator's authority on the
+ * request object itself: a symbol no client can send, so no header or token can claim it.
+ */
+export const CONSOLE_AUTH = Symbol('console operator');
 
 /** What a request was charged, so a reservation can give back what it did not use. */
 export interface Charge {

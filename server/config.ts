@@ -55,6 +55,10 @@ export interface Config {
   workerDeadAfterSeconds: number;
   /** ENGINE_RETENTION_HOURS: the embedded engine's finished workflows are deleted this long after they finish (fractions allowed; 0 keeps them). */
   engineRetentionHours: number;
+  /** CONSOLE_IDLE_MINUTES: a console session unused this long ends (the operator signs in again). */
+  consoleIdleMinutes: number;
+  /** CONSOLE_MAX_HOURS: a console session ends this long after sign-in, however active. */
+  consoleMaxHours: number;
   /** NODE_ENV=production: tokens are never printed, and first start creates no keys (use `svc key create`). */
   production: boolean;
   /** WEBHOOK_ALLOW_HTTP: webhook URLs may use plain http (default: on in development, off with NODE_ENV=production). */
@@ -128,6 +132,8 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dbPoolSize: int('DB_POOL_SIZE', 10, env),
     logLevel: env.LOG_LEVEL || 'info',
     publicUrl: env.PUBLIC_URL || undefined,
+    consoleIdleMinutes: int('CONSOLE_IDLE_MINUTES', 30, env),
+    consoleMaxHours: int('CONSOLE_MAX_HOURS', 12, env),
     dnsServers: env.DNS_SERVERS
       ? env.DNS_SERVERS.split(',')
           .map((x) => x.trim())

@@ -203,6 +203,12 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       caps: { platformDailyCap: config.platformDailyCap, clock },
       links: identity.links,
       webhooks: { secrets: identity.secrets, policy: webhookOptions, dispatch: () => dispatcher.kick() },
+      console: {
+        secrets: identity.secrets,
+        policy: { idleMs: config.consoleIdleMinutes * 60_000, absoluteMs: config.consoleMaxHours * 3_600_000 },
+        secureCookies: (config.publicUrl ?? '').startsWith('https:'),
+        publicBase: linkBaseUrl(config, httpPort.port),
+      },
     });
     // Its stop closes the port: requests end before the loops behind them stop.
     await parts.add('api', httpPort.serve(app.callback()), () => httpPort.close());

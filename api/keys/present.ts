@@ -5,7 +5,7 @@ import { DEFAULT_RATE_LIMIT } from '../../db/sql/rate-window';
  * A key as the API shows it: never a token, never a hash. `tokens` are the key's usable ones,
  * newest first: its current token and those rotated out whose 24 hours are still running.
  */
-export function presentKey(k: ApiKey, tokens: ApiKeyToken[]) {
+export function presentKey(k: ApiKey, tokens: ApiKeyToken[], lastUsed: Date | null = null) {
   const current = tokens.find((t) => t.expiresAt === null);
   const previous = k.revokedAt ? [] : tokens.filter((t) => t.expiresAt !== null);
   // A rotation makes the current token younger than the key.
@@ -26,5 +26,7 @@ export function presentKey(k: ApiKey, tokens: ApiKeyToken[]) {
     /** Every token rotated out that still works, each until its own expiry. */
     previous_tokens: previous.map((t) => ({ token_prefix: t.tokenPrefix, expires_at: t.expiresAt!.toISOString() })),
     revoked_at: k.revokedAt?.toISOString() ?? null,
+    /** The second of the key's last request (any token of it), null if never used. */
+    last_used_at: lastUsed?.toISOString() ?? null,
   };
 }

@@ -12,6 +12,7 @@ import { readValidBody } from '../validate';
 import { audit } from '../audit';
 import { createKeySchema, type CreateKeyBody } from './schema';
 import { presentKey } from './present';
+import { keysLastUsed } from '../../db/sql/key-last-used';
 
 /** How long a rotated-out token keeps working (spec: 24 hours), each token its own 24 hours. */
 export const ROTATION_GRACE_MS = 24 * 3600 * 1000;
@@ -58,12 +59,13 @@ export function keyRoutes(deps: { orm: Orm; maxBodyBytes: number }): Router<ApiS
     return by;
   }
 
-  const present = async (key: ApiKey) => presentKey(key, (await tokensOf([key])).get(key.id)!);
+  const present = async (key: ApiKey) =>
+    presentKey(key, (await tokensOf([key])).get(key.id)!, (await keysLastUsed(deps.orm, [key.id])).get(key.id) ?? null);
 
   router.post('/keys', admin, async (ctx) => {
     const a = auth(ctx);
     const body: CreateKeyBody = await readValidBody(ctx, createKeySchema, deps.maxBodyBytes);
-    if (body.permission === 'admin') throw notMintable('Minting');
+    if (body.permission === 'admin' && !a.operator) throw notMintable('Minting');
     const domainIds = body.domain_ids ?? null;
     if (a.key.domainIds !== null) {
       if (domainIds === null) {
@@ -108,8 +110,14 @@ export function keyRoutes(deps: { orm: Orm; maxBodyBytes: number }): Router<ApiS
     const keys = (
       await deps.orm.em.fork().find(ApiKey, { organizationId: a.organization.id }, { orderBy: { createdAt: 'desc', id: 'desc' } })
     ).filter((k) => manages(a, k));
-    const tokens = await tokensOf(keys);
-    ctx.body = { object: 'list', data: keys.map((k) => presentKey(k, tokens.get(k.id)!)) };
+    const [tokens, used] = await Promise.all([
+      tokensOf(keys),
+      keysLastUsed(
+        deps.orm,
+        keys.map((k) => k.id),
+      ),
+    ]);
+    ctx.body = { object: 'list', data: keys.map((k) => presentKey(k, tokens.get(k.id)!, used.get(k.id) ?? null)) };
   });
 
   router.get('/keys/:id', admin, async (ctx) => {
@@ -119,7 +127,7 @@ export function keyRoutes(deps: { orm: Orm; maxBodyBytes: number }): Router<ApiS
   router.post('/keys/:id/rotate', admin, async (ctx) => {
     const a = auth(ctx);
     const key = await findManaged(ctx);
-    if (key.permission === 'admin') throw notMintable('Rotating');
+    if (key.permission === 'admin' && !a.operator) throw notMintable('Rotating');
     if (key.revokedAt) throw new ServiceError('key_revoked', 'a revoked key cannot be rotated; create a new key');
     const current = (await tokensOf([key])).get(key.id)!.find((t) => t.expiresAt === null);
     const now = new Date();

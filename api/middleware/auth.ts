@@ -1,7 +1,7 @@
 import type { Orm } from '../../db/orm';
 import type { Permission } from '../../db/entities';
 import { refundReservation } from '../../db/sql/refund-reservation';
-import { authenticate, invalidKey, type AuthState } from '../../core/auth';
+import { CONSOLE_AUTH, authenticate, invalidKey, type AuthState } from '../../core/auth';
 import { ServiceError } from '../../core/errors';
 import { bearerToken, hashToken, TOKEN_RE } from '../../core/tokens';
 import type { ApiContext, ApiMiddleware } from '../state';
@@ -48,6 +48,14 @@ const tokenHashOf = (ctx: ApiContext): string => {
 /** Bearer authentication and the per-key rate limit: the token is looked up by its SHA-256, never stored in clear. */
 export function authMiddleware(orm: Orm): ApiMiddleware {
   return async (ctx, next) => {
+    const operator = (ctx.req as { [CONSOLE_AUTH]?: AuthState })[CONSOLE_AUTH];
+    if (operator) {
+      // Routes that authenticate through their own statement take a key's token; the console has none.
+      if (mountsOwnAuth(ctx)) throw new ServiceError('forbidden', 'this endpoint takes an API key');
+      ctx.state.auth = operator;
+      ctx.state.charged = true;
+      return next();
+    }
     const token = bearerToken(ctx.get('authorization'));
     if (token === null) throw new ServiceError('missing_api_key', 'send your API key as "Authorization: Bearer <API_KEY>"');
     if (!TOKEN_RE.test(token)) throw invalidKey();

@@ -9,7 +9,7 @@ import { apiRouter, auth, type ApiState } from '../state';
 import { readValidBody, validateQuery } from '../validate';
 import { listBody, olderThanCursor, pageOf } from '../cursor';
 import { audit } from '../audit';
-import { createSuppressionSchema, suppressionsQuerySchema, type CreateSuppressionBody } from './schema';
+import { createSuppressionSchema, deleteSuppressionQuerySchema, suppressionsQuerySchema, type CreateSuppressionBody } from './schema';
 import { presentSuppression } from './present';
 
 /**
@@ -61,6 +61,7 @@ export function suppressionRoutes(deps: { orm: Orm; maxBodyBytes: number }): Rou
 
   router.delete('/suppressions/:email', admin, async (ctx) => {
     const a = auth(ctx);
+    const { note } = validateQuery(deleteSuppressionQuerySchema, ctx.query);
     const parsed = parseAddrSpec(ctx.params.email ?? '');
     if (!parsed) throw notFound('suppression');
     const email = parsed.normalized;
@@ -69,7 +70,13 @@ export function suppressionRoutes(deps: { orm: Orm; maxBodyBytes: number }): Rou
       if (!found || !(await em.nativeDelete(Suppression, { id: found.id, organizationId: a.organization.id }))) {
         throw notFound('suppression');
       }
-      audit(em, a, 'suppression.deleted', { type: 'suppression', id: found.id }, { email, reason: found.reason });
+      audit(
+        em,
+        a,
+        'suppression.deleted',
+        { type: 'suppression', id: found.id },
+        { email, reason: found.reason, ...(note ? { note } : {}) },
+      );
       return found;
     });
     // The contact's status stays as it is (a bounced contact stays `bounced` until changed through contacts).

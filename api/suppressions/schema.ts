@@ -19,4 +19,14 @@ export const suppressionsQuerySchema = listQuerySchema.shape({
   email: address,
 });
 
+/** DELETE /suppressions/:email?note=...: why it was removed, kept in the audit row (one line, 1–500 characters). */
+export const deleteSuppressionQuerySchema = yup.object({
+  note: yup
+    .string()
+    .trim()
+    .min(1)
+    .max(500)
+    .matches(/^[^\r\n]*$/, 'note must be one line'),
+});
+
 export type CreateSuppressionBody = yup.InferType<typeof createSuppressionSchema>;

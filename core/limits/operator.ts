@@ -3,17 +3,22 @@ import { AuditEntry, Domain, Organization, type Plan } from '../../db/entities';
 import { isUuid, uuidv7 } from '../../db/ids';
 import { WARMUP_STAGES } from './caps';
 
-/** An operator's change through `svc`: audit-logged with no key (api_key_id null). */
+/**
+ * An operator's change: audit-logged with no key (api_key_id null), naming the console's operator
+ * (`console:<email>`) when it came through the console, nobody when through `svc`.
+ */
 function operatorAudit(
   organizationId: string,
   action: string,
   target: { type: string; id: string },
   details: Record<string, unknown>,
+  actor: string | null,
 ): AuditEntry {
   return Object.assign(new AuditEntry(), {
     id: uuidv7(),
     organizationId,
     apiKeyId: null,
+    actor,
     action,
     targetType: target.type,
     targetId: target.id,
@@ -29,7 +34,7 @@ export class OperatorError extends Error {}
  * domain cap, for a domain with an established reputation). The domain is named by id, or by
  * name when one undeleted domain has it.
  */
-export async function setWarmupStage(orm: Orm, ref: string, stage: number | null): Promise<Domain> {
+export async function setWarmupStage(orm: Orm, ref: string, stage: number | null, actor: string | null = null): Promise<Domain> {
   if (stage !== null && !(Number.isInteger(stage) && stage >= 1 && stage <= WARMUP_STAGES.length)) {
     throw new OperatorError(`--stage must be an integer from 1 to ${WARMUP_STAGES.length}`);
   }
@@ -41,14 +46,20 @@ export async function setWarmupStage(orm: Orm, ref: string, stage: number | null
     const from = domain.warmupStage;
     domain.warmupStage = stage;
     em.persist(
-      operatorAudit(domain.organizationId, 'domain.warmup_set', { type: 'domain', id: domain.id }, { from, to: stage, by: 'operator' }),
+      operatorAudit(
+        domain.organizationId,
+        'domain.warmup_set',
+        { type: 'domain', id: domain.id },
+        { from, to: stage, by: 'operator' },
+        actor,
+      ),
     );
     return domain;
   });
 }
 
 /** `svc org plan`: moves an organization to a plan (its daily cap rules follow, core/limits/caps.ts). */
-export async function setPlan(orm: Orm, organizationId: string, plan: Plan): Promise<Organization> {
+export async function setPlan(orm: Orm, organizationId: string, plan: Plan, actor: string | null = null): Promise<Organization> {
   if (!isUuid(organizationId)) throw new OperatorError('the organization must be named by id');
   return orm.em.fork().transactional(async (em) => {
     const org = await em.findOne(Organization, { id: organizationId });
@@ -56,7 +67,9 @@ export async function setPlan(orm: Orm, organizationId: string, plan: Plan): Pro
     const from = org.plan;
     org.plan = plan;
     org.updatedAt = new Date();
-    em.persist(operatorAudit(org.id, 'organization.plan_set', { type: 'organization', id: org.id }, { from, to: plan, by: 'operator' }));
+    em.persist(
+      operatorAudit(org.id, 'organization.plan_set', { type: 'organization', id: org.id }, { from, to: plan, by: 'operator' }, actor),
+    );
     return org;
   });
 }

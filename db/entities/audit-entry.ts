@@ -6,6 +6,8 @@ export class AuditEntry {
   organizationId!: string;
   /** Null when an operator acted through `svc` rather than an API key. */
   apiKeyId: string | null = null;
+  /** Who acted when no key did: `console:<email>` for an operator of the web console; else null. */
+  actor: string | null = null;
   /** `key.created`, `key.rotated`, `key.revoked`, `organization.updated`, ... */
   action!: string;
   targetType!: string;
@@ -21,6 +23,7 @@ export const AuditEntrySchema = new EntitySchema<AuditEntry>({
     id: { type: 'uuid', primary: true },
     organizationId: { type: 'uuid' },
     apiKeyId: { type: 'uuid', nullable: true },
+    actor: { type: 'text', nullable: true },
     action: { type: 'text' },
     targetType: { type: 'text' },
     targetId: { type: 'text' },

@@ -19,6 +19,8 @@ import { Migration20261205000000_store_foreign_keys } from './Migration202612050
 import { Migration20261206000000_fan_out_foreign_keys } from './Migration20261206000000_fan_out_foreign_keys';
 import { Migration20261207000000_scheduled_timers } from './Migration20261207000000_scheduled_timers';
 import { Migration20261208000000_webhook_payloads } from './Migration20261208000000_webhook_payloads';
+import { Migration20261209000000_console } from './Migration20261209000000_console';
+import { Migration20261210000000_console_overview } from './Migration20261210000000_console_overview';
 
 /** Listed explicitly so migrations run the same from TypeScript sources and from any bundle. */
 export const migrationsList: MigrationObject[] = [
@@ -42,4 +44,6 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261206000000_fan_out_foreign_keys', class: Migration20261206000000_fan_out_foreign_keys },
   { name: 'Migration20261207000000_scheduled_timers', class: Migration20261207000000_scheduled_timers },
   { name: 'Migration20261208000000_webhook_payloads', class: Migration20261208000000_webhook_payloads },
+  { name: 'Migration20261209000000_console', class: Migration20261209000000_console },
+  { name: 'Migration20261210000000_console_overview', class: Migration20261210000000_console_overview },
 ];

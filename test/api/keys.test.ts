@@ -63,6 +63,16 @@ describe('API: keys (create, list, rotate, revoke) and their rules', function ()
     assert.match(test.body.token, /^svc_test_/);
   });
 
+  it('shows when a key was last used: null before its first request, then the second of its last one', async () => {
+    const created = await t.call('POST', '/api/v1/keys', { as: 'admin', body: { name: 'used later', permission: 'send', mode: 'test' } });
+    assert.equal(created.body.last_used_at, null);
+    const before = Date.now();
+    await request(env.url, 'GET', '/api/v1/emails', { token: created.body.token });
+    const read = await t.call('GET', `/api/v1/keys/${created.body.id}`, { as: 'admin' });
+    const used = Date.parse(read.body.last_used_at);
+    assert.ok(used >= Math.floor(before / 1000) * 1000 - 1000 && used <= Date.now(), read.body.last_used_at);
+  });
+
   it('never mints or rotates an ADMIN key, and writes nothing when refusing', async () => {
     const [keys, audits] = [await keysOf(t.orgId), await auditOf(t.orgId)];
     const mint = await t.call('POST', '/api/v1/keys', { as: 'admin', body: { name: 'root', permission: 'admin', mode: 'live' } });

@@ -44,6 +44,26 @@ describe('API: suppression list', function () {
     );
   });
 
+  it('keeps the note of a removal in its audit row, and refuses a note of two lines with 422, removing nothing', async () => {
+    const address = `noted-${Date.now()}@example.com`;
+    await add(address);
+    const bad = await t.call('DELETE', `/api/v1/suppressions/${encodeURIComponent(address)}?note=${encodeURIComponent('a\nb')}`, {
+      as: 'admin',
+    });
+    assert.equal(bad.status, 422);
+    assert.equal((await list(`?email=${encodeURIComponent(address)}`)).data.length, 1, 'still listed');
+    const ok = await t.call(
+      'DELETE',
+      `/api/v1/suppressions/${encodeURIComponent(address)}?note=${encodeURIComponent('asked by support')}`,
+      { as: 'admin' },
+    );
+    assert.equal(ok.status, 200);
+    const log = (await t.call('GET', '/api/v1/audit-log?action=suppression.deleted', { as: 'admin' })).body.data;
+    const entry = log.find((e: { details: { email: string } }) => e.details.email === address);
+    assert.equal(entry.details.note, 'asked by support');
+    assert.equal(entry.actor, `key:${entry.key_id}`);
+  });
+
   it('pages newest first with a cursor', async () => {
     const tenant = await newTenant(env);
     for (let i = 0; i < 5; i++) assert.equal((await add(`page-${i}@example.com`, tenant)).status, 201);

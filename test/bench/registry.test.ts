@@ -201,6 +201,29 @@ function sample(): AllMeasured {
       },
       delayZero: { events: 200, intervalMs: 50, sent: 200, postErrors: 0, p50: 43, p99: 435, max: 436, toDelayP50: 25, toDelayP99: 253 },
     },
+    console: {
+      messages: 1000000,
+      otherMessages: 200000,
+      events: 3481418,
+      seedSeconds: 220.9,
+      vacuumSeconds: 5.2,
+      tablesMiB: 2028,
+      pages: (
+        [
+          ['Messages, first page', '/emails?limit=25'],
+          ['Filtered by status (delivered)', '/emails?limit=25&status=delivered'],
+          ['Page 41 (40 times "Next page")', '/emails?limit=25&cursor=…'],
+          ['Filtered by recipient', '/emails?limit=25&to=…'],
+          ['Filtered by status (complained, 0.5%)', '/emails?limit=25&status=complained'],
+          ['Message detail (3 events)', '/emails/:id'],
+        ] as const
+      ).map(([name, api]) => ({
+        name,
+        console: { runs: 200, p50: 12, p95: 40, p99: 70 },
+        api,
+        apiTimings: { runs: 200, p50: 4, p95: 10, p99: 15 },
+      })),
+    },
   };
 }
 
@@ -256,7 +279,7 @@ describe('Bench: the phase registry and BENCHMARKS.md', () => {
   it('BENCH_ONLY selects phases and parts in registry order, and refuses names it does not know', () => {
     assert.deepEqual(
       selectPhases(undefined).map((s) => s.phase.name),
-      ['sends', 'audience', 'webhooks', 'relay', 'caps', 'drain', 'temporal', 'soak', 'broadcast', 'automations'],
+      ['sends', 'audience', 'webhooks', 'relay', 'caps', 'drain', 'temporal', 'soak', 'broadcast', 'automations', 'console'],
     );
     assert.deepEqual(
       selectPhases('drain,caps').map((s) => s.phase.name),

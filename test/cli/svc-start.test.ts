@@ -50,6 +50,27 @@ describe('svc start (what npm start runs) and the svc commands, on embedded defa
     assert.ok(out.includes(`${base}/api/v1`) && out.includes(`${base}/inbox`), 'addresses printed');
     assert.equal(setup.sender_domain, 'sandbox.test');
 
+    // The console's address, and on this first development start a one-time link for its first operator.
+    assert.ok(out.includes(`  Console        ${base}/console\n`), 'console address printed');
+    const firstOperator =
+      /First operator admin@example\.com: set the password at (http:\/\/\S+\/console\/set-password\/[A-Za-z0-9_-]{43}) \(valid 24 h\)/.exec(
+        out,
+      );
+    assert.ok(firstOperator, 'set-password link printed');
+    const setPassword = await fetch(firstOperator[1]);
+    const form = await setPassword.text();
+    assert.equal(setPassword.status, 200);
+    assert.match(form, /<form method="post"/);
+    assert.match(form, /For <strong>admin@example\.com<\/strong>/);
+    assert.match(form, /<input type="password" name="password"/);
+    const set = await fetch(firstOperator[1], {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ password: 'first-operator-password' }).toString(),
+    });
+    assert.equal(set.status, 200, 'the password is set through the link');
+    assert.equal((await fetch(firstOperator[1])).status, 404, 'the link is spent');
+
     // The printed curl, as a user would run it.
     const curl = /-d '(\{.*\})'/.exec(out);
     assert.ok(curl, 'curl printed');
@@ -126,6 +147,10 @@ describe('svc start (what npm start runs) and the svc commands, on embedded defa
     await waitFor(async () => again.output().includes('Ctrl-C'), 'banner');
     assert.ok(!/svc_(live|test)_[A-Za-z0-9_-]{20,}/.test(again.output()), 'no token printed after the first run');
     assert.match(again.output(), new RegExp(`svc key create --org ${setup.organization_id}`));
+    assert.ok(
+      again.output().includes(`${base}/console`) && !again.output().includes('set-password'),
+      'no link once an operator has a password',
+    );
     const still = await request(base, 'GET', `/api/v1/emails/${sent.body.id}`, { token: creds.send_key });
     assert.equal(still.body.last_event, 'delivered');
     again.proc.kill('SIGINT');
@@ -168,6 +193,9 @@ describe('svc start (what npm start runs) and the svc commands, on embedded defa
       assert.ok(!/svc_(live|test)_[A-Za-z0-9_-]{20,}/.test(out), 'no token in the banner or the logs');
       const setup = JSON.parse(fs.readFileSync(path.join(dataDir, 'credentials.json'), 'utf8'));
       assert.match(out, new RegExp(`svc key create --org ${setup.organization_id}`));
+      assert.ok(out.includes(`  Console        ${base}/console\n`), 'console address printed');
+      assert.ok(!out.includes('set-password/'), 'no set-password link in production');
+      assert.match(out, /svc operator create --email you@example\.com/, 'how to make an operator instead');
       assert.equal(setup.admin_key_id, null, 'production makes no keys nobody could see');
       // The key the banner points to works.
       const key = await svcJson(

@@ -1,0 +1,158 @@
+import type { ParameterizedContext } from 'koa';
+import { html, type Html, type Piece } from './html';
+import type { ConsoleState } from './state';
+
+/** Every console page's headers: its policy allows the console's own script and style, nothing inline, no framing. */
+export const CONSOLE_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "frame-src 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+].join('; ');
+
+export function securityHeaders(ctx: ParameterizedContext, csp = CONSOLE_CSP): void {
+  ctx.set('Content-Security-Policy', csp);
+  ctx.set('X-Frame-Options', 'DENY');
+  ctx.set('X-Content-Type-Options', 'nosniff');
+  ctx.set('Referrer-Policy', 'same-origin');
+  ctx.set('Cache-Control', 'no-store');
+}
+
+/** The pages of one organization, in the order the navigation shows them. */
+const ORG_PAGES: [string, string][] = [
+  ['messages', 'Messages'],
+  ['keys', 'Keys'],
+  ['domains', 'Domains'],
+  ['audience', 'Audience'],
+  ['webhooks', 'Webhooks'],
+  ['suppressions', 'Suppressions'],
+  ['broadcasts', 'Broadcasts'],
+  ['automations', 'Automations'],
+  ['audit', 'Audit log'],
+];
+
+/** Fixed confirmations a page may show after a redirect (`?done=`): a link cannot put words on a page. */
+const NOTICES: Record<string, string> = {
+  canceled: 'The message was canceled.',
+  key_revoked: 'The key was revoked.',
+  verify_started: 'Verification started; records are checked again now.',
+  domain_updated: 'The domain was updated.',
+  topic_created: 'The topic was created.',
+  segment_created: 'The segment was created.',
+  contact_deleted: 'The contact was deleted.',
+  subscriptions_changed: 'The subscriptions were changed.',
+  delivery_retried: 'The delivery was queued again.',
+  recovered: 'Deliveries since that time were queued again.',
+  webhook_enabled: 'The endpoint was enabled again.',
+  webhook_updated: 'The endpoint was updated.',
+  webhook_created: 'The endpoint was created.',
+  suppression_added: 'The address was suppressed.',
+  suppression_removed: 'The suppression was removed.',
+  broadcast_canceled: 'The broadcast was canceled.',
+  run_canceled: 'The run was canceled.',
+  organization_created: 'The organization was created.',
+  organization_updated: 'The organization was updated.',
+  password_changed: 'Your password was changed; other sessions were signed out.',
+  totp_enabled: 'Two-factor sign-in is on.',
+  totp_disabled: 'Two-factor sign-in is off.',
+  warmup_set: 'The warm-up stage was set.',
+  unconfirmed_closed: 'The selected messages still at sent were closed as unconfirmed.',
+};
+
+export interface PageOptions {
+  title: string;
+  body: Piece;
+  /** The organization page this is (highlights the navigation). */
+  current?: string;
+  status?: number;
+  /** A message above the page: an action that failed. */
+  error?: string;
+}
+
+/** A page inside the console: navigation, the operator, sign-out, then the body. */
+export function renderPage(ctx: ParameterizedContext<ConsoleState>, opts: PageOptions): void {
+  const s = ctx.state.session;
+  const org = ctx.state.org;
+  const done = typeof ctx.query.done === 'string' ? NOTICES[ctx.query.done] : undefined;
+  const csrf = s?.csrf ?? '';
+  const base = org ? `/console/o/${org.id}` : '';
+  const nav: Html = org
+    ? html`<nav class="side" aria-label="${org.name}">
+        <ul>
+          ${ORG_PAGES.map(
+            ([slug, label]) =>
+              html`<li><a href="${base}/${slug}" ${opts.current === slug ? html`aria-current="page"` : ''}>${label}</a></li>`,
+          )}
+        </ul>
+      </nav>`
+    : html``;
+  const top = s
+    ? html`<header class="top">
+        <a href="/console/overview"><strong>svc console</strong></a>
+        ${org ? html`<span>${org.name}</span>` : ''}
+        ${s.operator.role === 'platform' ? html`<a href="/console/organizations">Organizations</a> <a href="/console/unconfirmed">Unconfirmed</a>` : ''}
+        <span class="who"
+          ><a href="/console/account">${s.operator.email}</a>
+          <form method="post" action="/console/sign-out" class="inline">
+            <input type="hidden" name="_csrf" value="${csrf}" /><button type="submit" class="secondary">Sign out</button>
+          </form></span
+        >
+      </header>`
+    : html`<header class="top"><strong>svc console</strong></header>`;
+  document(ctx, opts.status ?? 200, opts.title, [
+    top,
+    nav,
+    html`<main id="main">
+      ${done ? html`<p class="notice" role="status">${done}</p>` : ''}
+      ${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''} ${opts.body}
+    </main>`,
+  ]);
+}
+
+/** The HTML document around a page's content (also for pages outside a session: sign-in, errors). */
+export function document(ctx: ParameterizedContext, status: number, title: string, content: Piece): void {
+  securityHeaders(ctx);
+  ctx.status = status;
+  ctx.type = 'text/html; charset=utf-8';
+  ctx.body = html`<!doctype html>
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width,initial-scale=1" />
+        <meta name="robots" content="noindex" />
+        <title>${title} · svc console</title>
+        <link rel="stylesheet" href="/console/assets/console.css" />
+        <script src="/console/assets/console.js" defer></script>
+      </head>
+      <body>
+        <a class="skip" href="#main">Skip to content</a>${content}
+      </body>
+    </html>`.value;
+}
+
+/** A page that says no (403, 404): the same words whether or not the thing exists elsewhere. */
+export function refusal(ctx: ParameterizedContext<ConsoleState>, status: number, message: string): void {
+  renderPage(ctx, { title: status === 403 ? 'Not allowed' : 'Not found', status, body: html`<h1>${message}</h1>` });
+}
+
+/** The hidden CSRF field every state-changing form carries. */
+export const csrfField = (ctx: { state: ConsoleState }) =>
+  html`<input type="hidden" name="_csrf" value="${ctx.state.session?.csrf ?? ''}" />`;
+
+/** A date as UTC text in a <time> element. */
+export const when = (iso: string | null | undefined) =>
+  iso ? html`<time datetime="${iso}">${iso.replace('T', ' ').slice(0, 19)}</time>` : html`<span class="muted">—</span>`;
+
+/** Next/previous links of a cursor-paged list: the API's own cursor, the page's own filters. */
+export function pager(path: string, filters: Record<string, string | undefined>, nextCursor: string | null | undefined): Html {
+  if (!nextCursor) return html``;
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(filters)) if (v) q.set(k, v);
+  q.set('cursor', nextCursor);
+  return html`<p class="pager"><a href="${path}?${q.toString()}" rel="next">Next page</a></p>`;
+}

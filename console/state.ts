@@ -1,0 +1,56 @@
+import Router, { type RouterContext, type RouterMiddleware } from '@koa/router';
+import type { Logger } from 'pino';
+import type { AuthState, AuthOrganization } from '../core/auth';
+import type { ConsoleSession, SessionPolicy } from '../core/console/sessions';
+import type { Secrets } from '../core/secrets';
+import type { Orm } from '../db/orm';
+import type { CapsSettings } from '../core/limits/usage';
+import type { RunSignals } from '../core/emails/unconfirmed';
+import type { ConsoleApi } from './api';
+
+/** What the console's middleware leaves for its pages. */
+export interface ConsoleState {
+  /** The signed-in operator (every page but sign-in and set-password). */
+  session?: ConsoleSession;
+  /** Pages under /console/o/:org: the organization, and the authority the console calls the API with. */
+  org?: AuthOrganization;
+  auth?: AuthState;
+  /** A POST's form fields, parsed once (CSRF checked before the page sees them). */
+  form?: URLSearchParams;
+}
+
+export type ConsoleContext = RouterContext<ConsoleState>;
+export type ConsoleMiddleware = RouterMiddleware<ConsoleState>;
+
+export interface ConsoleDeps {
+  orm: Orm;
+  log: Logger;
+  secrets: Secrets;
+  api: ConsoleApi;
+  policy: SessionPolicy;
+  /** PUBLIC_URL is https: the session cookie is Secure (and __Host- prefixed). */
+  secureCookies: boolean;
+  /** The base of links the console prints (set-password links). */
+  publicBase: string;
+  /** The daily caps, as GET /organization shows them (the overview's usage against caps). */
+  caps: CapsSettings;
+  /** The engine, to tell a Temporal run waiting at `sent` that its message was closed as unconfirmed. */
+  engine: RunSignals;
+}
+
+export function consoleRouter(): Router<ConsoleState> {
+  return new Router<ConsoleState>({ sensitive: true });
+}
+
+export function session(ctx: { state: ConsoleState }): ConsoleSession {
+  if (!ctx.state.session) throw new Error('console page reached without a session');
+  return ctx.state.session;
+}
+
+export function orgAuth(ctx: { state: ConsoleState }): AuthState {
+  if (!ctx.state.auth) throw new Error('organization page reached without an organization');
+  return ctx.state.auth;
+}
+
+/** A form field as one line of text (absent: empty). */
+export const field = (ctx: { state: ConsoleState }, name: string): string => (ctx.state.form?.get(name) ?? '').trim();
