@@ -107,9 +107,16 @@ describe('API: organization settings and the audit log', function () {
     assert.equal(bad.body.error.code, 'invalid_cursor');
     assert.equal((await t.call('GET', '/api/v1/audit-log?limit=0', { as: 'admin' })).body.error.code, 'validation_error');
     assert.equal(
-      (await t.call('GET', '/api/v1/audit-log?action=key.created', { as: 'admin' })).body.error.code,
+      (await t.call('GET', '/api/v1/audit-log?kind=key.created', { as: 'admin' })).body.error.code,
       'validation_error',
       'unknown parameters are refused, not ignored',
+    );
+    const onlyCreated = (await t.call('GET', '/api/v1/audit-log?action=key.created&limit=100', { as: 'admin' })).body.data;
+    assert.ok(onlyCreated.length >= 5 && onlyCreated.every((e: { action: string }) => e.action === 'key.created'), 'filtered by action');
+    const byKey = (await t.call('GET', `/api/v1/audit-log?actor=key:${onlyCreated[0].key_id}&limit=100`, { as: 'admin' })).body.data;
+    assert.ok(
+      byKey.length > 0 &&
+        byKey.every((e: { key_id: string; actor: string }) => e.key_id === onlyCreated[0].key_id && e.actor === `key:${e.key_id}`),
     );
   });
 });
