@@ -30,6 +30,8 @@ import type { RecipientLinks } from '../core/recipient-links';
 import { unsubscribeRoutes } from './public/unsubscribe';
 import { trackingRoutes } from './public/tracking';
 import { consoleMiddleware } from '../console/routes';
+import { openApiRoutes } from './openapi/routes';
+import { docsRoutes } from './openapi/docs';
 import { ConsoleApi } from '../console/api';
 import type { ConsoleDeps } from '../console/state';
 
@@ -84,6 +86,9 @@ export function createApp(deps: AppDeps): Koa<ApiState> {
   const recipients = [unsubscribeRoutes(deps), trackingRoutes(deps)];
   for (const r of recipients) app.use(r.routes());
   if (deps.inbox) app.use(inboxRoutes(deps.inbox, deps.inboxAdminOnly ? { adminOnly: deps.orm } : {}).routes());
+  // The OpenAPI document and its reference page: no API key, so before authMiddleware.
+  const reference = [openApiRoutes(), docsRoutes()];
+  for (const r of reference) app.use(r.routes());
 
   const api = apiRouter('/api/v1');
   api.use(authMiddleware(deps.orm));
@@ -106,7 +111,7 @@ export function createApp(deps: AppDeps): Koa<ApiState> {
   api.use(automationRoutes({ ...deps, templates }).routes());
   app.use(api.routes());
 
-  const routed = [root, ...recipients, api];
+  const routed = [root, ...recipients, ...reference, api];
   app.use((ctx) => {
     // A known path with another method is 405, anything else 404.
     const allowed = routed.flatMap((r) => r.match(ctx.path, ctx.method).path).filter((l) => l.methods.length > 0);

@@ -5,7 +5,7 @@ import path from 'node:path';
 /**
  * The layers of ../shared/design/layout.md: folders stack one way,
  * `server, cli, bench → api, smtp, console → worker → activities → core → db → workflows`,
- * and an import never runs back up. Besides: only server/ and cli/ (and bench/) import api/, and
+ * and an import never runs back up. Besides: only server/ and cli/ (and bench/ and tools/) import api/, and
  * workflows/ imports nothing outside itself but the Temporal workflow SDK in its binding.
  */
 const RANK: Record<string, number> = {
@@ -22,7 +22,7 @@ const RANK: Record<string, number> = {
   db: 5,
   workflows: 6,
 };
-const MAY_IMPORT_API = new Set(['server', 'cli', 'bench', 'api']);
+const MAY_IMPORT_API = new Set(['server', 'cli', 'bench', 'tools', 'api']);
 const ROOT = path.resolve(__dirname, '..');
 
 /** Every module specifier a TypeScript file imports (static, dynamic, require, re-export). */

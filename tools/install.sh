@@ -5,11 +5,14 @@
 #   .tools/bin/temporal-test-server   a wrapper starting the Java time-skipping test server on 127.0.0.1
 #                                     (tools/test-server/LoopbackTestServer.java), whose jars Maven fetches
 #                                     from Maven Central (tools/test-server/pom.xml).
+#   .tools/venv/bin/st                schemathesis, the property-based tester tools/schemathesis.sh runs
+#                                     against the OpenAPI document, from PyPI into a Python virtualenv.
 # Idempotent: a tool already there at the pinned version is skipped. A machine without Go, or
-# without Java and Maven, skips that tool with the reason; `npm test` then skips the suites that
-# need it and says why. Go's module and build caches and Maven's repository are the tools'
-# defaults (~/go/pkg/mod, ~/.cache/go-build, ~/.m2), which the machine keeps between runs, and the
-# built CLI is kept by version in ~/.cache/svc-mail-tools, so another clone installs in seconds.
+# without Java and Maven, or without Python 3.11+, skips that tool with the reason; `npm test`
+# (or tools/schemathesis.sh) then skips what needs it and says why. Go's module and build caches
+# and Maven's repository are the tools' defaults (~/go/pkg/mod, ~/.cache/go-build, ~/.m2), which
+# the machine keeps between runs, and the built CLI and schemathesis's wheels are kept by version
+# in ~/.cache/svc-mail-tools, so another clone installs in seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -20,6 +23,9 @@ mkdir -p "$bin"
 TEMPORAL_CLI_VERSION=1.5.1
 # The Java SDK's release whose temporal-test-server the pom names.
 TEST_SERVER_VERSION=$(sed -n 's:.*<version>\([0-9.]*\)</version>.*:\1:p' tools/test-server/pom.xml | tail -n 1)
+# schemathesis for tools/schemathesis.sh (CI's API fuzzing step); its seed is fixed there, its
+# version here, so a run is reproducible.
+SCHEMATHESIS_VERSION=4.32.5
 
 say() { printf '[tools] %s\n' "$*"; }
 
@@ -77,5 +83,36 @@ WRAP
   say "temporal-test-server $TEST_SERVER_VERSION: installed ($wrapper)"
 }
 
+install_schemathesis() {
+  local venv=$root/.tools/venv
+  if [ "$("$venv/bin/st" --version 2>/dev/null)" = "st, version $SCHEMATHESIS_VERSION" ]; then
+    say "schemathesis $SCHEMATHESIS_VERSION: already installed ($venv/bin/st)"
+    return
+  fi
+  if ! command -v python3 >/dev/null 2>&1 || ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    say "schemathesis: skipped, Python 3.11+ is not installed (tools/schemathesis.sh will be skipped; install Python 3.11+ and run npm run tools)"
+    return
+  fi
+  if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
+    say "schemathesis: skipped, Python's venv module is not installed (tools/schemathesis.sh will be skipped; install python3-venv and run npm run tools)"
+    return
+  fi
+  # The wheels are kept by version: the registry's answers carry no caching headers, so pip's own
+  # HTTP cache keeps nothing, and a fresh clone would download them all again.
+  local wheels=$cache/schemathesis-$SCHEMATHESIS_VERSION
+  local start=$SECONDS
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  local pip=("$venv/bin/pip" install --quiet --disable-pip-version-check --no-index --find-links "$wheels")
+  if ! "${pip[@]}" "schemathesis==$SCHEMATHESIS_VERSION" 2>/dev/null; then
+    say "schemathesis $SCHEMATHESIS_VERSION: downloading it and its dependencies from PyPI into $wheels"
+    mkdir -p "$wheels"
+    "$venv/bin/pip" download --quiet --disable-pip-version-check --dest "$wheels" "schemathesis==$SCHEMATHESIS_VERSION"
+    "${pip[@]}" "schemathesis==$SCHEMATHESIS_VERSION"
+  fi
+  say "schemathesis $SCHEMATHESIS_VERSION: installed in $((SECONDS - start)) s ($venv/bin/st)"
+}
+
 install_cli
 install_test_server
+install_schemathesis

@@ -1,19 +1,13 @@
 import type Router from '@koa/router';
-import * as yup from 'yup';
 import type { FilterQuery } from '@mikro-orm/core';
 import type { Orm } from '../../db/orm';
 import { AuditEntry } from '../../db/entities';
 import { isUuid } from '../../db/ids';
-import { listQuerySchema, validateQuery } from '../validate';
+import { validateQuery } from '../validate';
 import { requirePermission } from '../middleware/auth';
 import { apiRouter, auth, type ApiState } from '../state';
 import { listBody, olderThanCursor, pageOf } from '../cursor';
-
-const auditQuerySchema = listQuerySchema.shape({
-  /** `key:<key id>`, `console:<operator email>` or `operator` (a change made through `svc`). */
-  actor: yup.string().max(320),
-  action: yup.string().max(100),
-});
+import { auditQuerySchema } from './schema';
 
 /** Who made a change: the key, the console's operator, or an operator through `svc`. */
 export const actorOf = (e: Pick<AuditEntry, 'actor' | 'apiKeyId'>): string => e.actor ?? (e.apiKeyId ? `key:${e.apiKeyId}` : 'operator');

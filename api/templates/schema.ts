@@ -1,4 +1,5 @@
 import * as yup from 'yup';
+import { isVersionNumber } from '../../core/templates/request';
 import { SLUG_RE } from '../../core/contacts/rules';
 import { bodyPart } from '../../core/emails/schema';
 import { isUuid } from '../../db/ids';
@@ -42,7 +43,7 @@ export const renderTemplateSchema = bodySchema({
     .test(
       'version',
       'version must be a published version number (1, 2, …), "latest" or "draft"',
-      (v) => v === undefined || v === 'latest' || v === 'draft' || (typeof v === 'number' && Number.isSafeInteger(v) && v >= 1),
+      (v) => v === undefined || v === 'latest' || v === 'draft' || isVersionNumber(v),
     ),
   // Checked against the template's variables (422 template_variables).
   data: yup.mixed(),

@@ -148,19 +148,22 @@ export function webhookRoutes(deps: WebhookRoutesDeps): Router<ApiState> {
     const a = auth(ctx);
     const w = await find(ctx);
     const secret = newWebhookSecret();
-    const until = new Date(Date.now() + ROTATION_OVERLAP_MS);
+    const now = new Date();
+    const until = new Date(now.getTime() + ROTATION_OVERLAP_MS);
     await deps.orm.em.fork().transactional(async (em) => {
       // The current secret becomes the previous one in the same statement, so two rotations in a
       // row leave the one in between signing, never a secret nobody saw.
       const changed = await em.execute(
-        `update webhook_endpoints set previous_secret_enc = secret_enc, previous_secret_until = ?, secret_enc = ?, updated_at = now()
+        `update webhook_endpoints set previous_secret_enc = secret_enc, previous_secret_until = ?, secret_enc = ?, updated_at = ?
           where id = ? and organization_id = ?`,
-        [until, secrets.encrypt(secret), w.id, a.organization.id],
+        [until, secrets.encrypt(secret), now, w.id, a.organization.id],
         'run',
       );
       if (!(changed as { affectedRows?: number }).affectedRows) throw notFound('webhook');
       audit(em, a, 'webhook.secret_rotated', { type: 'webhook', id: w.id }, { previous_secret_until: until.toISOString() });
     });
+    // The endpoint as it is now: its updated_at is the rotation's.
+    w.updatedAt = now;
     ctx.body = { ...presentWebhook(w), secret, previous_secret_expires_at: until.toISOString() };
   });
 

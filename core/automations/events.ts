@@ -12,7 +12,8 @@ import { contactEmail } from '../contacts/schema';
 import { MAX_EVENT_NAME } from './limits';
 import { parseProperties, tooManyProperties, type PropertyPatch } from '../contacts/rules';
 
-const eventSchema = bodySchema({
+/** POST /events's body, beside parseProperties' rules for `data` (also the OpenAPI document's, api/events/openapi.ts). */
+export const eventSchema = bodySchema({
   name: yup.string().strict().required('name is required').min(1).max(MAX_EVENT_NAME),
   email: yup.string().strict().required('email is required').max(320),
   // Checked by parseProperties (the contact property rules).

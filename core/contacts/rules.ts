@@ -13,7 +13,8 @@ export const SUBSCRIPTION_STATES: readonly SubscriptionState[] = ['subscribed', 
 
 /** Topic slugs (and template slugs): 1–64 of `a-z 0-9 - _`, starting with a letter or digit. */
 export const SLUG_RE = /^[a-z0-9][a-z0-9_-]{0,63}$/;
-const PROPERTY_KEY_RE = /^[A-Za-z0-9_.-]{1,64}$/;
+/** Property names (contacts and event data; the OpenAPI document too). */
+export const PROPERTY_KEY_RE = /^[A-Za-z0-9_.-]{1,64}$/;
 
 export const unknownTopic = (slugs: string[]) =>
   new ServiceError(

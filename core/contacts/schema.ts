@@ -14,7 +14,8 @@ import {
   type PropertyPatch,
 } from './rules';
 
-const upsertSchema = bodySchema({
+/** POST /contacts's body, beside parseProperties' rules for `properties` (also the OpenAPI document's, api/contacts/openapi.ts). */
+export const upsertSchema = bodySchema({
   email: yup.string().strict().required('email is required').max(320),
   first_name: yup.string().strict().max(MAX_CONTACT_NAME).nullable(),
   last_name: yup.string().strict().max(MAX_CONTACT_NAME).nullable(),
@@ -83,7 +84,8 @@ export interface SubscriptionChange {
   state: SubscriptionState;
 }
 
-const changeSchema = bodySchema({
+/** One subscription change `{topic, state}` (the OpenAPI document's too). */
+export const changeSchema = bodySchema({
   topic: yup.string().strict().required('topic is required'),
   state: yup
     .string()
@@ -92,7 +94,8 @@ const changeSchema = bodySchema({
     .oneOf(SUBSCRIPTION_STATES, `state must be one of: ${SUBSCRIPTION_STATES.join(', ')}`),
 });
 
-const changesSchema = bodySchema({
+/** Several changes `{subscriptions: [...]}` (the OpenAPI document's too). */
+export const changesSchema = bodySchema({
   subscriptions: yup
     .array()
     .strict()

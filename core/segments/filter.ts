@@ -10,14 +10,16 @@ export const MAX_CONDITIONS = 20;
 const STATUSES = ['SUBSCRIBED', 'UNSUBSCRIBED', 'BOUNCED'] as const;
 const STATES = ['SUBSCRIBED', 'UNSUBSCRIBED'] as const;
 
-const statusCondition = bodySchema({
+/** A condition on the contact status (the OpenAPI document's too, api/segments/openapi.ts). */
+export const statusCondition = bodySchema({
   status: yup
     .string()
     .strict()
     .required()
     .oneOf(STATUSES, `status must be one of: ${STATUSES.join(', ')}`),
 });
-const topicCondition = bodySchema({
+/** A condition on a topic's effective state (the OpenAPI document's too). */
+export const topicCondition = bodySchema({
   topic: yup.string().strict().required().max(200),
   state: yup
     .string()

@@ -4,6 +4,13 @@ import { validationError, type ErrorDetail } from '../errors';
 import { isPlainObject } from '../validate';
 import type { TemplateRef } from './resolver';
 
+/** The largest version number a template can have: versions are stored as PostgreSQL integers. */
+export const MAX_TEMPLATE_VERSION = 2_147_483_647;
+
+/** A published version's number: a whole number from 1 to MAX_TEMPLATE_VERSION. */
+export const isVersionNumber = (v: unknown): v is number =>
+  typeof v === 'number' && Number.isSafeInteger(v) && v >= 1 && v <= MAX_TEMPLATE_VERSION;
+
 /** A send's `template` object, checked: what to resolve and the caller's data. */
 export interface TemplateRequest {
   ref: TemplateRef;
@@ -31,7 +38,7 @@ export function parseTemplateRequest(value: unknown, field = 'template'): Templa
     details.push({ field: `${field}.id`, message: 'must be a template id' });
   if (slug !== undefined && (typeof slug !== 'string' || slug.length > 64))
     details.push({ field: `${field}.slug`, message: 'must be a template slug' });
-  if (version !== undefined && version !== 'latest' && !(Number.isSafeInteger(version) && (version as number) >= 1)) {
+  if (version !== undefined && version !== 'latest' && !isVersionNumber(version)) {
     details.push({ field: `${field}.version`, message: 'must be a published version number (1, 2, …) or "latest"' });
   }
   if (data !== undefined && !isPlainObject(data)) details.push({ field: `${field}.data`, message: 'must be an object' });

@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import http from 'node:http';
-import path from 'node:path';
 import { ERRORS } from '../../core/errors';
 import { createDomain, createKey } from '../../core/provisioning';
 import { sharedService, newTenant, type TestEnv, type Tenant } from '../support/service';
 import { inboxApp } from '../support/inbox-app';
 import { WebhookReceiver } from '../support/webhook-receiver';
 import { waitFor } from '../support/wait';
+import { declaredRoutes } from '../support/api-routes';
 
 /**
  * Every endpoint against the shapes that once produced 500s (deep nesting, NUL and lone surrogates
@@ -105,27 +104,10 @@ const ROUTES: Route[] = [
   { method: 'GET', path: '/inbox/messages.json' },
   { method: 'GET', path: '/inbox/:id' },
   { method: 'GET', path: '/inbox/:id/raw' },
+  { method: 'GET', path: '/api/v1/openapi.json' },
+  { method: 'GET', path: '/docs' },
+  { method: 'GET', path: '/docs/redoc.standalone.js' },
 ];
-
-const ROOT = path.resolve(__dirname, '../..');
-
-/** The routes the API declares, read from its sources: `router.<method>('<path>'` under each router's prefix. */
-function declaredRoutes(): string[] {
-  const files = (dir: string): string[] =>
-    fs
-      .readdirSync(path.join(ROOT, dir), { withFileTypes: true })
-      .flatMap((e) => (e.isDirectory() ? files(path.join(dir, e.name)) : [path.join(dir, e.name)]));
-  return files('api')
-    .filter((f) => f.endsWith('.ts'))
-    .flatMap((f) => {
-      const src = fs.readFileSync(path.join(ROOT, f), 'utf8');
-      // `root` is the app's own router (no prefix); a `router` lives under its file's prefix, else /api/v1.
-      const prefix = /apiRouter\('([^']+)'\)/.exec(src)?.[1] ?? (f.startsWith(path.join('api', 'public')) ? '' : '/api/v1');
-      return [...src.matchAll(/\b(router|root)\.(get|post|put|patch|delete)\(\s*'([^']*)'/g)].map(
-        (m) => `${m[2].toUpperCase()} ${((m[1] === 'root' ? '' : prefix) + (m[3] === '/' ? '' : m[3])).replace(/:[a-z_]+/g, ':x')}`,
-      );
-    });
-}
 
 const deep = (open: string, inner: string, close: string, n = 10_000) => open.repeat(n) + inner + close.repeat(n);
 const FAR = [

@@ -405,6 +405,15 @@ describe('API: templates', function () {
     assert.deepEqual(bad.body.error.details.map((d: { field: string }) => d.field).sort(), ['data.code', 'data.user.name']);
     const unpublished = await admin('POST', '/api/v1/templates/preview/render', { version: 2, data });
     assert.equal(unpublished.body.error.code, 'template_not_found');
+    // Versions are PostgreSQL integers: a number past them is a bad version (422), not a fault of ours.
+    const huge = await admin('POST', '/api/v1/templates/preview/render', { version: 2_147_483_648, data });
+    assert.equal(huge.status, 422);
+    assert.equal(huge.body.error.code, 'validation_error');
+    const hugeSend = await t.call('POST', '/api/v1/emails', {
+      body: { from: `app@${t.domain}`, to: 'a@example.com', template: { slug: 'preview', version: 2_147_483_648, data } },
+    });
+    assert.equal(hugeSend.status, 422);
+    assert.equal(hugeSend.body.error.code, 'validation_error');
     await admin('PATCH', '/api/v1/templates/preview', { subject: 'Draft for {{user.name}}' });
     const draft = await admin('POST', '/api/v1/templates/preview/render', { version: 'draft', data });
     assert.equal(draft.body.subject, 'Draft for Ann <3');

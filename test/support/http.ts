@@ -1,3 +1,5 @@
+import { checkContract } from './contract';
+
 export interface ApiResponse<T = any> {
   status: number;
   headers: Headers;
@@ -29,5 +31,7 @@ export async function request<T = any>(baseUrl: string, method: string, path: st
   } catch {
     // Non-JSON bodies (HTML pages) are returned as text.
   }
+  // Every answer of /api/v1 against the OpenAPI document (test/support/contract.ts).
+  checkContract({ method, path, status: res.status, headers: res.headers, body: parsed });
   return { status: res.status, headers: res.headers, body: parsed as T };
 }
