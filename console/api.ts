@@ -1,6 +1,6 @@
 import type { IncomingMessage, RequestListener } from 'node:http';
 import inject from 'light-my-request';
-import { CONSOLE_AUTH, type AuthState } from '../core/auth';
+import { CONSOLE_AUTH, type AuthOrganization, type AuthState } from '../core/auth';
 
 /** An answer of the API as the console received it: status and parsed JSON body. */
 export interface ApiAnswer<T = any> {
@@ -43,4 +43,26 @@ export class ConsoleApi {
     const error = ok ? undefined : (body as { error?: ApiAnswer['error'] })?.error;
     return { status: res.statusCode, body, ok, ...(error ? { error } : {}) };
   }
+}
+
+/**
+ * The authority the console calls the API with for one organization the operator may see (the
+ * caller checks): ADMIN, live, every domain. The console is no key: its writes are audited under
+ * the operator (the key's id is never written), and it is never rate limited.
+ */
+export function operatorAuth(org: AuthOrganization, operator: { email: string }): AuthState {
+  const organization = { id: org.id, name: org.name, plan: org.plan };
+  return {
+    key: {
+      id: org.id,
+      organizationId: org.id,
+      name: `console:${operator.email}`,
+      permission: 'admin',
+      mode: 'live',
+      domainIds: null,
+      rateLimit: null,
+    },
+    organization,
+    operator: { email: operator.email },
+  };
 }

@@ -140,6 +140,37 @@ export function refusal(ctx: ParameterizedContext<ConsoleState>, status: number,
   renderPage(ctx, { title: status === 403 ? 'Not allowed' : 'Not found', status, body: html`<h1>${message}</h1>` });
 }
 
+/** A column of a list table: its heading, right-aligned (`num`) for figures. */
+export type Column = string | { label: string; num: true };
+
+/**
+ * A list page's table: a caption, its column headings and its rows, then `empty` (the page's
+ * sentence for a list with no rows) when given.
+ */
+export function listTable(opts: { caption: string; columns: Column[]; rows: Piece; empty?: string }): Html {
+  const th = (c: Column) => (typeof c === 'string' ? html`<th scope="col">${c}</th>` : html`<th scope="col" class="num">${c.label}</th>`);
+  return html`<table>
+      <caption class="muted">
+        ${opts.caption}
+      </caption>
+      <thead>
+        <tr>
+          ${opts.columns.map(th)}
+        </tr>
+      </thead>
+      <tbody>
+        ${opts.rows}
+      </tbody>
+    </table>
+    ${opts.empty ? html`<p class="muted">${opts.empty}</p>` : ''}`;
+}
+
+/** After a form's write: 303 See Other, so a reload of the page that follows does not post again. */
+export function seeOther(ctx: ParameterizedContext, url: string): void {
+  ctx.status = 303;
+  ctx.redirect(url);
+}
+
 /** The hidden CSRF field every state-changing form carries. */
 export const csrfField = (ctx: { state: ConsoleState }) =>
   html`<input type="hidden" name="_csrf" value="${ctx.state.session?.csrf ?? ''}" />`;

@@ -2,8 +2,9 @@ import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { resolveSession } from '../core/console/sessions';
 import { Organization } from '../db/entities';
 import { isUuid } from '../db/ids';
+import { operatorAuth } from './api';
 import { html } from './html';
-import { document, refusal } from './layout';
+import { document, refusal, seeOther } from './layout';
 import type { ConsoleDeps, ConsoleMiddleware } from './state';
 
 /** A form is a few fields; anything larger is not one of ours. */
@@ -83,8 +84,7 @@ export const requireSession: ConsoleMiddleware = async (ctx, next) => {
   const s = ctx.state.session;
   if (!s) {
     const back = ctx.method === 'GET' && ctx.path.startsWith('/console/') ? `?next=${encodeURIComponent(ctx.path)}` : '';
-    ctx.status = 303;
-    return ctx.redirect(`/console/sign-in${back}`);
+    return seeOther(ctx, `/console/sign-in${back}`);
   }
   if (ctx.method === 'POST' && !sameToken(ctx.state.form?.get('_csrf') ?? '', s.csrf)) {
     return refusal(ctx, 403, 'This form is missing its security token or has expired. Reload the page and try again.');
@@ -110,21 +110,8 @@ export function orgScope(deps: ConsoleDeps): ConsoleMiddleware {
     if (!allowed) return refusal(ctx, 403, 'You do not have access to this organization.');
     const org = isUuid(id) ? await deps.orm.em.fork().findOne(Organization, { id }, { fields: ['id', 'name', 'plan'] }) : null;
     if (!org) return refusal(ctx, 404, 'No such organization.');
-    ctx.state.org = { id: org.id, name: org.name, plan: org.plan };
-    ctx.state.auth = {
-      // The console is no key: its writes are audited under the operator, and it is never rate limited.
-      key: {
-        id: org.id,
-        organizationId: org.id,
-        name: `console:${operator.email}`,
-        permission: 'admin',
-        mode: 'live',
-        domainIds: null,
-        rateLimit: null,
-      },
-      organization: ctx.state.org,
-      operator: { email: operator.email },
-    };
+    ctx.state.auth = operatorAuth(org, operator);
+    ctx.state.org = ctx.state.auth.organization;
     await next();
   };
 }

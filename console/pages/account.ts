@@ -1,7 +1,7 @@
 import { beginTotp, changePassword, confirmTotp, disableTotp } from '../../core/console/operators';
 import { openSession } from '../../core/console/sessions';
 import { html } from '../html';
-import { csrfField, renderPage } from '../layout';
+import { csrfField, renderPage, seeOther } from '../layout';
 import { setSessionCookie } from '../middleware';
 import { consoleRouter, field, session, type ConsoleContext, type ConsoleDeps } from '../state';
 
@@ -68,8 +68,7 @@ export function accountRoutes(deps: ConsoleDeps) {
     // Every session was revoked with the change, this one too: the operator carries on in a new one.
     const fresh = await openSession(deps.orm, s.operator.id, deps.policy);
     setSessionCookie(ctx, deps, fresh.token);
-    ctx.status = 303;
-    ctx.redirect('/console/account?done=password_changed');
+    seeOther(ctx, '/console/account?done=password_changed');
   });
 
   router.post('/console/account/totp/begin', async (ctx) => {
@@ -80,14 +79,12 @@ export function accountRoutes(deps: ConsoleDeps) {
     if (!(await confirmTotp(deps.orm, deps.secrets, session(ctx).operator.id, field(ctx, 'code')))) {
       return page(ctx, { status: 422, error: 'That code is not right. Set up again and enter the current code.' });
     }
-    ctx.status = 303;
-    ctx.redirect('/console/account?done=totp_enabled');
+    seeOther(ctx, '/console/account?done=totp_enabled');
   });
 
   router.post('/console/account/totp/disable', async (ctx) => {
     await disableTotp(deps.orm, session(ctx).operator.id);
-    ctx.status = 303;
-    ctx.redirect('/console/account?done=totp_disabled');
+    seeOther(ctx, '/console/account?done=totp_disabled');
   });
 
   return router;

@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import { html, type Html } from '../html';
-import { csrfField, pager, refusal, renderPage, when } from '../layout';
+import { csrfField, pager, refusal, renderPage, when, seeOther } from '../layout';
 import { field, orgAuth, type ConsoleContext, type ConsoleDeps, type ConsoleState } from '../state';
 
 /** GET /contacts's filters, as the search form names them. */
@@ -202,11 +202,10 @@ export function contactPages(router: Router<ConsoleState>, deps: ConsoleDeps): v
       .filter((s) => STATES.includes(s.state) && s.state !== s.was)
       .map(({ topic, state }) => ({ topic, state }));
     const back = `/console/o/${a.organization.id}/audience/contacts/${current.body.id}`;
-    ctx.status = 303;
-    if (!changes.length) return ctx.redirect(back);
+    if (!changes.length) return seeOther(ctx, back);
     const res = await deps.api.call(a, 'POST', `${path}/subscriptions`, { body: { subscriptions: changes } });
     if (!res.ok) return detail(ctx, { status: res.status, message: res.error?.message ?? 'The subscriptions were not changed.' });
-    ctx.redirect(`${back}?done=subscriptions_changed`);
+    seeOther(ctx, `${back}?done=subscriptions_changed`);
   });
 
   router.post('/console/o/:org/audience/contacts/:id/delete', async (ctx) => {
@@ -216,7 +215,6 @@ export function contactPages(router: Router<ConsoleState>, deps: ConsoleDeps): v
       if (res.status === 404) return refusal(ctx, 404, 'No such contact.');
       return detail(ctx, { status: res.status, message: res.error?.message ?? 'The contact was not deleted.' });
     }
-    ctx.status = 303;
-    ctx.redirect(`/console/o/${a.organization.id}/audience?done=contact_deleted#contacts`);
+    seeOther(ctx, `/console/o/${a.organization.id}/audience?done=contact_deleted#contacts`);
   });
 }

@@ -1,5 +1,5 @@
 import { html, type Html } from '../html';
-import { csrfField, renderPage, when } from '../layout';
+import { csrfField, renderPage, when, seeOther } from '../layout';
 import { consoleRouter, field, orgAuth, type ConsoleContext, type ConsoleDeps } from '../state';
 import { contactPages, contactSearch } from './audience-contacts';
 
@@ -150,8 +150,7 @@ ${s?.filter ?? '{"all": [{"status": "SUBSCRIBED"}]}'}</textarea>
       body: { slug: typed.slug, ...(typed.name ? { name: typed.name } : {}), default_opt_in: typed.default_opt_in },
     });
     if (!res.ok) return page(ctx, { status: res.status, message: res.error?.message ?? 'The topic was not created.' }, { topic: typed });
-    ctx.status = 303;
-    ctx.redirect(`/console/o/${a.organization.id}/audience?done=topic_created#topics`);
+    seeOther(ctx, `/console/o/${a.organization.id}/audience?done=topic_created#topics`);
   });
 
   router.post('/console/o/:org/audience/segments', async (ctx) => {
@@ -166,8 +165,7 @@ ${s?.filter ?? '{"all": [{"status": "SUBSCRIBED"}]}'}</textarea>
     const res = await deps.api.call(a, 'POST', '/segments', { body: { name: typed.name, filter } });
     if (!res.ok)
       return page(ctx, { status: res.status, message: res.error?.message ?? 'The segment was not created.' }, { segment: typed });
-    ctx.status = 303;
-    ctx.redirect(`/console/o/${a.organization.id}/audience?done=segment_created#segments`);
+    seeOther(ctx, `/console/o/${a.organization.id}/audience?done=segment_created#segments`);
   });
 
   contactPages(router, deps);

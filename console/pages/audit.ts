@@ -1,5 +1,5 @@
 import { html, query, type Html } from '../html';
-import { pager, renderPage, when } from '../layout';
+import { pager, renderPage, when, listTable } from '../layout';
 import { consoleRouter, orgAuth, type ConsoleDeps } from '../state';
 
 interface AuditEntryView {
@@ -59,35 +59,23 @@ export function auditRoutes(deps: ConsoleDeps) {
           Actor is <code>key:&lt;key id&gt;</code>, <code>console:&lt;operator email&gt;</code> or <code>operator</code> (a change made with
           svc).
         </p>
-        <table>
-          <caption class="muted">
-            Newest first
-          </caption>
-          <thead>
-            <tr>
-              <th scope="col">Time</th>
-              <th scope="col">Actor</th>
-              <th scope="col">Action</th>
-              <th scope="col">Target</th>
-              <th scope="col">Details</th>
-            </tr>
-          </thead>
-          <tbody>
-            ${data.map(
-              (e) =>
-                html`<tr>
-                  <td>${when(e.created_at)}</td>
-                  <td><a href="${base}${query({ actor: e.actor })}" title="Only this actor">${e.actor}</a></td>
-                  <td><a href="${base}${query({ action: e.action })}" title="Only this action">${e.action}</a></td>
-                  <td>${target(a.organization.id, e)}</td>
-                  <td>
-                    ${e.details && Object.keys(e.details).length ? html`<code>${JSON.stringify(e.details)}</code>` : html`<span class="muted">—</span>`}
-                  </td>
-                </tr>`,
-            )}
-          </tbody>
-        </table>
-        ${res.ok && data.length === 0 ? html`<p class="muted">No entries match.</p>` : ''}
+        ${listTable({
+          caption: 'Newest first',
+          columns: ['Time', 'Actor', 'Action', 'Target', 'Details'],
+          rows: data.map(
+            (e) =>
+              html`<tr>
+                <td>${when(e.created_at)}</td>
+                <td><a href="${base}${query({ actor: e.actor })}" title="Only this actor">${e.actor}</a></td>
+                <td><a href="${base}${query({ action: e.action })}" title="Only this action">${e.action}</a></td>
+                <td>${target(a.organization.id, e)}</td>
+                <td>
+                  ${e.details && Object.keys(e.details).length ? html`<code>${JSON.stringify(e.details)}</code>` : html`<span class="muted">—</span>`}
+                </td>
+              </tr>`,
+          ),
+          empty: res.ok && data.length === 0 ? 'No entries match.' : undefined,
+        })}
         ${res.ok ? pager(base, f, res.body.next_cursor) : ''}`,
     });
   });

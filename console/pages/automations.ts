@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import { html, type Html } from '../html';
-import { csrfField, pager, refusal, renderPage, when } from '../layout';
+import { csrfField, pager, refusal, renderPage, when, seeOther, listTable } from '../layout';
 import { orgAuth, type ConsoleContext, type ConsoleDeps, type ConsoleState } from '../state';
 
 const RUN_STATUSES = ['running', 'waiting', 'completed', 'canceled', 'failed'];
@@ -72,35 +72,22 @@ export function addAutomationRoutes(deps: ConsoleDeps, router: Router<ConsoleSta
       status: res.ok ? 200 : res.status,
       error: res.error?.message,
       body: html`<h1>Automations</h1>
-        <table>
-          <caption class="muted">
-            Newest first
-          </caption>
-          <thead>
-            <tr>
-              <th scope="col">Created</th>
-              <th scope="col">Name</th>
-              <th scope="col">Enabled</th>
-              <th scope="col">Trigger</th>
-              <th scope="col" class="num">Steps</th>
-              <th scope="col" class="num">Version</th>
-            </tr>
-          </thead>
-          <tbody>
-            ${data.map(
-              (x) =>
-                html`<tr>
-                  <td>${when(x.created_at)}</td>
-                  <td><a href="${base}/${x.id}">${x.name}</a></td>
-                  <td>${x.enabled ? 'yes' : html`<span class="muted">no</span>`}</td>
-                  <td>${triggerText(x.trigger)}</td>
-                  <td class="num">${x.steps.length}</td>
-                  <td class="num">${x.version}</td>
-                </tr>`,
-            )}
-          </tbody>
-        </table>
-        ${res.ok && data.length === 0 ? html`<p class="muted">No automations.</p>` : ''}
+        ${listTable({
+          caption: 'Newest first',
+          columns: ['Created', 'Name', 'Enabled', 'Trigger', { label: 'Steps', num: true }, { label: 'Version', num: true }],
+          rows: data.map(
+            (x) =>
+              html`<tr>
+                <td>${when(x.created_at)}</td>
+                <td><a href="${base}/${x.id}">${x.name}</a></td>
+                <td>${x.enabled ? 'yes' : html`<span class="muted">no</span>`}</td>
+                <td>${triggerText(x.trigger)}</td>
+                <td class="num">${x.steps.length}</td>
+                <td class="num">${x.version}</td>
+              </tr>`,
+          ),
+          empty: res.ok && data.length === 0 ? 'No automations.' : undefined,
+        })}
         ${res.ok ? pager(base, {}, res.body.next_cursor) : ''}`,
     });
   });
@@ -152,35 +139,22 @@ export function addAutomationRoutes(deps: ConsoleDeps, router: Router<ConsoleSta
           >
           <button type="submit">Filter</button>
         </form>
-        <table>
-          <caption class="muted">
-            Newest first
-          </caption>
-          <thead>
-            <tr>
-              <th scope="col">Started</th>
-              <th scope="col">Contact</th>
-              <th scope="col">Status</th>
-              <th scope="col">Current step</th>
-              <th scope="col" class="num">Version</th>
-              <th scope="col">Action</th>
-            </tr>
-          </thead>
-          <tbody>
-            ${data.map(
-              (r) =>
-                html`<tr>
-                  <td><a href="${base}/runs/${r.id}">${when(r.created_at)}</a></td>
-                  <td>${r.contact.email}</td>
-                  <td>${runBadge(r.status)}${r.reason ? html` <span class="muted">${r.reason}</span>` : ''}</td>
-                  <td>${currentStep(r, x)}</td>
-                  <td class="num">${r.version}</td>
-                  <td>${CANCELABLE.includes(r.status) ? cancelForm(ctx, `${base}/runs/${r.id}/cancel`) : ''}</td>
-                </tr>`,
-            )}
-          </tbody>
-        </table>
-        ${runs.ok && data.length === 0 ? html`<p class="muted">No runs${status ? ` ${status}` : ''}.</p>` : ''}
+        ${listTable({
+          caption: 'Newest first',
+          columns: ['Started', 'Contact', 'Status', 'Current step', { label: 'Version', num: true }, 'Action'],
+          rows: data.map(
+            (r) =>
+              html`<tr>
+                <td><a href="${base}/runs/${r.id}">${when(r.created_at)}</a></td>
+                <td>${r.contact.email}</td>
+                <td>${runBadge(r.status)}${r.reason ? html` <span class="muted">${r.reason}</span>` : ''}</td>
+                <td>${currentStep(r, x)}</td>
+                <td class="num">${r.version}</td>
+                <td>${CANCELABLE.includes(r.status) ? cancelForm(ctx, `${base}/runs/${r.id}/cancel`) : ''}</td>
+              </tr>`,
+          ),
+          empty: runs.ok && data.length === 0 ? `No runs${status ? ` ${status}` : ''}.` : undefined,
+        })}
         ${runs.ok ? pager(base, { status }, runs.body.next_cursor) : ''}`,
     });
   }
@@ -266,7 +240,6 @@ export function addAutomationRoutes(deps: ConsoleDeps, router: Router<ConsoleSta
     if (!found.ok || found.body.automation_id !== ctx.params.id) return refusal(ctx, 404, 'No such run.');
     const res = await deps.api.call(a, 'POST', `/automation-runs/${encodeURIComponent(ctx.params.run)}/cancel`);
     if (!res.ok) return run(ctx, { status: res.status, message: res.error?.message ?? 'The run could not be canceled.' });
-    ctx.status = 303;
-    ctx.redirect(`/console/o/${a.organization.id}/automations/${ctx.params.id}?done=run_canceled`);
+    seeOther(ctx, `/console/o/${a.organization.id}/automations/${ctx.params.id}?done=run_canceled`);
   });
 }

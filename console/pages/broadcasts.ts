@@ -1,5 +1,5 @@
 import { html, type Html } from '../html';
-import { csrfField, pager, refusal, renderPage, when } from '../layout';
+import { csrfField, pager, refusal, renderPage, when, seeOther, listTable } from '../layout';
 import { consoleRouter, orgAuth, type ConsoleContext, type ConsoleDeps } from '../state';
 import { addAutomationRoutes } from './automations';
 
@@ -66,35 +66,22 @@ export function broadcastRoutes(deps: ConsoleDeps) {
       status: res.ok ? 200 : res.status,
       error: res.error?.message,
       body: html`<h1>Broadcasts</h1>
-        <table>
-          <caption class="muted">
-            Newest first
-          </caption>
-          <thead>
-            <tr>
-              <th scope="col">Created</th>
-              <th scope="col">Name</th>
-              <th scope="col">Status</th>
-              <th scope="col">Progress</th>
-              <th scope="col">Counts</th>
-              <th scope="col">Scheduled</th>
-            </tr>
-          </thead>
-          <tbody>
-            ${data.map(
-              (b) =>
-                html`<tr>
-                  <td>${when(b.created_at)}</td>
-                  <td><a href="${base}/${b.id}">${b.name || b.subject || '(unnamed)'}</a></td>
-                  <td>${statusBadge(b.status)}</td>
-                  <td>${progressOf(b)}</td>
-                  <td>${countsText(b.progress)}</td>
-                  <td>${when(b.scheduled_at)}</td>
-                </tr>`,
-            )}
-          </tbody>
-        </table>
-        ${res.ok && data.length === 0 ? html`<p class="muted">No broadcasts.</p>` : ''}
+        ${listTable({
+          caption: 'Newest first',
+          columns: ['Created', 'Name', 'Status', 'Progress', 'Counts', 'Scheduled'],
+          rows: data.map(
+            (b) =>
+              html`<tr>
+                <td>${when(b.created_at)}</td>
+                <td><a href="${base}/${b.id}">${b.name || b.subject || '(unnamed)'}</a></td>
+                <td>${statusBadge(b.status)}</td>
+                <td>${progressOf(b)}</td>
+                <td>${countsText(b.progress)}</td>
+                <td>${when(b.scheduled_at)}</td>
+              </tr>`,
+          ),
+          empty: res.ok && data.length === 0 ? 'No broadcasts.' : undefined,
+        })}
         ${res.ok ? pager(base, {}, res.body.next_cursor) : ''}`,
     });
   });
@@ -180,8 +167,7 @@ export function broadcastRoutes(deps: ConsoleDeps) {
     const a = orgAuth(ctx);
     const res = await deps.api.call(a, 'POST', `/broadcasts/${encodeURIComponent(ctx.params.id)}/cancel`);
     if (!res.ok) return detail(ctx, { status: res.status, message: res.error?.message ?? 'The broadcast could not be canceled.' });
-    ctx.status = 303;
-    ctx.redirect(`/console/o/${a.organization.id}/broadcasts/${ctx.params.id}?done=broadcast_canceled`);
+    seeOther(ctx, `/console/o/${a.organization.id}/broadcasts/${ctx.params.id}?done=broadcast_canceled`);
   });
 
   addAutomationRoutes(deps, router);

@@ -1,7 +1,7 @@
 import { OperatorError, setWarmupStage } from '../../core/limits/operator';
 import { WARMUP_STAGES } from '../../core/limits/caps';
 import { html } from '../html';
-import { csrfField, refusal, renderPage, when } from '../layout';
+import { csrfField, refusal, renderPage, when, seeOther } from '../layout';
 import { consoleRouter, field, orgAuth, session, type ConsoleContext, type ConsoleDeps } from '../state';
 import { recordsTable, usageTable, type DomainView } from './domains-detail';
 
@@ -144,8 +144,7 @@ export function domainRoutes(deps: ConsoleDeps) {
     const res = await deps.api.call(a, 'POST', `/domains/${encodeURIComponent(ctx.params.id)}/verify`);
     if (res.status === 404) return refusal(ctx, 404, 'No such domain.');
     if (!res.ok) return detail(ctx, { status: res.status, message: res.error?.message ?? 'The domain could not be checked.' });
-    ctx.status = 303;
-    ctx.redirect(`/console/o/${a.organization.id}/domains/${ctx.params.id}?done=verify_started`);
+    seeOther(ctx, `/console/o/${a.organization.id}/domains/${ctx.params.id}?done=verify_started`);
   });
 
   router.post('/console/o/:org/domains/:id/tracking', async (ctx) => {
@@ -154,8 +153,7 @@ export function domainRoutes(deps: ConsoleDeps) {
     const res = await deps.api.call(a, 'PATCH', `/domains/${encodeURIComponent(ctx.params.id)}`, { body: { tracking_host: host || null } });
     if (res.status === 404) return refusal(ctx, 404, 'No such domain.');
     if (!res.ok) return detail(ctx, { status: res.status, message: res.error?.message ?? 'The domain could not be updated.' });
-    ctx.status = 303;
-    ctx.redirect(`/console/o/${a.organization.id}/domains/${ctx.params.id}?done=domain_updated`);
+    seeOther(ctx, `/console/o/${a.organization.id}/domains/${ctx.params.id}?done=domain_updated`);
   });
 
   // Platform only: the API has no warm-up write; core's setWarmupStage, named after the operator.
@@ -176,8 +174,7 @@ export function domainRoutes(deps: ConsoleDeps) {
       }
       throw err;
     }
-    ctx.status = 303;
-    ctx.redirect(`/console/o/${a.organization.id}/domains/${found.body.id}?done=warmup_set`);
+    seeOther(ctx, `/console/o/${a.organization.id}/domains/${found.body.id}?done=warmup_set`);
   });
 
   return router;

@@ -1,5 +1,5 @@
 import { html, type Html } from '../html';
-import { csrfField, refusal, renderPage, when } from '../layout';
+import { csrfField, refusal, renderPage, when, seeOther } from '../layout';
 import { consoleRouter, field, orgAuth, type ConsoleContext, type ConsoleDeps } from '../state';
 
 /** A key as GET /keys shows it (api/keys/present.ts). */
@@ -244,8 +244,7 @@ export function keyRoutes(deps: ConsoleDeps) {
     const res = await deps.api.call(a, 'DELETE', `/keys/${encodeURIComponent(ctx.params.id)}`);
     if (res.status === 404) return refusal(ctx, 404, 'No such key.');
     if (!res.ok) return list(ctx, { status: res.status, error: res.error?.message ?? 'The key could not be revoked.' });
-    ctx.status = 303;
-    ctx.redirect(`/console/o/${a.organization.id}/keys?done=key_revoked`);
+    seeOther(ctx, `/console/o/${a.organization.id}/keys?done=key_revoked`);
   });
 
   return router;

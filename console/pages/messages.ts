@@ -1,6 +1,6 @@
 import { EMAIL_STATUSES } from '../../core/emails/status';
 import { html, type Html } from '../html';
-import { csrfField, pager, refusal, renderPage, securityHeaders, when } from '../layout';
+import { csrfField, pager, refusal, renderPage, securityHeaders, when, seeOther, listTable } from '../layout';
 import { consoleRouter, orgAuth, type ConsoleContext, type ConsoleDeps } from '../state';
 
 interface EmailEventView {
@@ -79,26 +79,12 @@ export function messageRoutes(deps: ConsoleDeps) {
           <label>Until (UTC) <input type="datetime-local" name="until" value="${f.until ?? ''}" /></label>
           <button type="submit">Filter</button>
         </form>
-        <table>
-          <caption class="muted">
-            Newest first
-          </caption>
-          <thead>
-            <tr>
-              <th scope="col">Created</th>
-              <th scope="col">Subject</th>
-              <th scope="col">To</th>
-              <th scope="col">Status</th>
-              <th scope="col">Kind</th>
-              <th scope="col">Mode</th>
-              <th scope="col">Source</th>
-            </tr>
-          </thead>
-          <tbody>
-            ${rows}
-          </tbody>
-        </table>
-        ${res.ok && res.body.data.length === 0 ? html`<p class="muted">No messages match.</p>` : ''}
+        ${listTable({
+          caption: 'Newest first',
+          columns: ['Created', 'Subject', 'To', 'Status', 'Kind', 'Mode', 'Source'],
+          rows,
+          empty: res.ok && res.body.data.length === 0 ? 'No messages match.' : undefined,
+        })}
         ${res.ok ? pager(base, f, res.body.next_cursor) : ''}`,
     });
   });
@@ -245,8 +231,7 @@ export function messageRoutes(deps: ConsoleDeps) {
     const a = orgAuth(ctx);
     const res = await deps.api.call(a, 'POST', `/emails/${encodeURIComponent(ctx.params.id)}/cancel`);
     if (!res.ok) return detail(ctx, { status: res.status, message: res.error?.message ?? 'The message could not be canceled.' });
-    ctx.status = 303;
-    ctx.redirect(`/console/o/${a.organization.id}/messages/${ctx.params.id}?done=canceled`);
+    seeOther(ctx, `/console/o/${a.organization.id}/messages/${ctx.params.id}?done=canceled`);
   });
 
   return router;

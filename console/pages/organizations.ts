@@ -5,9 +5,9 @@ import { listOrganizations } from '../../db/sql/console-overview';
 import { Organization, type Plan } from '../../db/entities';
 import { isUuid } from '../../db/ids';
 import { html, query, type Html } from '../html';
-import { csrfField, refusal, renderPage, when } from '../layout';
+import { csrfField, refusal, renderPage, when, seeOther } from '../layout';
 import { consoleRouter, field, session, type ConsoleContext, type ConsoleDeps } from '../state';
-import { authFor } from './organizations-auth';
+import { operatorAuth } from '../api';
 
 const PAGE = 50;
 
@@ -105,8 +105,7 @@ export function organizationRoutes(deps: ConsoleDeps) {
     const problem = nameProblem(name) ?? (PLANS.includes(plan as Plan) ? null : `The plan is one of ${PLANS.join(', ')}.`);
     if (problem) return list(ctx, { status: 422, message: problem, name, plan });
     const org = await createOrganizationAs(deps.orm, name, plan as Plan, actor(ctx));
-    ctx.status = 303;
-    ctx.redirect(`/console/organizations/${org.id}?done=organization_created`);
+    seeOther(ctx, `/console/organizations/${org.id}?done=organization_created`);
   });
 
   /** The organization of the path, as the API's authority needs it; null: none (a 404). */
@@ -118,7 +117,7 @@ export function organizationRoutes(deps: ConsoleDeps) {
   async function detail(ctx: ConsoleContext, error?: { status: number; message: string }) {
     const org = await find(ctx);
     if (!org) return refusal(ctx, 404, 'No such organization.');
-    const res = await deps.api.call(authFor(org, session(ctx).operator), 'GET', '/organization');
+    const res = await deps.api.call(operatorAuth(org, session(ctx).operator), 'GET', '/organization');
     if (!res.ok) return refusal(ctx, 404, 'No such organization.');
     const o = res.body;
     // After a refused edit the form shows what was posted, so nothing typed is lost.
@@ -186,7 +185,7 @@ export function organizationRoutes(deps: ConsoleDeps) {
     const cap = field(ctx, 'daily_send_cap');
     const address = field(ctx, 'postal_address').replace(/\r\n/g, '\n');
     // The cap is checked against the plan it will be under; a refusal writes nothing, the plan neither.
-    const res = await deps.api.call(authFor({ ...org, plan: plan as Plan }, session(ctx).operator), 'PATCH', '/organization', {
+    const res = await deps.api.call(operatorAuth({ ...org, plan: plan as Plan }, session(ctx).operator), 'PATCH', '/organization', {
       body: {
         name: field(ctx, 'name'),
         postal_address: address === '' ? null : address,
@@ -203,8 +202,7 @@ export function organizationRoutes(deps: ConsoleDeps) {
         throw err;
       }
     }
-    ctx.status = 303;
-    ctx.redirect(`/console/organizations/${org.id}?done=organization_updated`);
+    seeOther(ctx, `/console/organizations/${org.id}?done=organization_updated`);
   });
 
   return router;

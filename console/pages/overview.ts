@@ -13,7 +13,7 @@ import { html, query, type Html } from '../html';
 import { renderPage } from '../layout';
 import { consoleRouter, session, type ConsoleDeps } from '../state';
 import { capsChart, count, hourlyChart, pct, type CapRow } from './overview-charts';
-import { authFor } from './organizations-auth';
+import { operatorAuth } from '../api';
 
 /** Organizations a page of the overview shows (each is one GET /organization). */
 const PAGE = 25;
@@ -75,7 +75,7 @@ export function overviewRoutes(deps: ConsoleDeps) {
     const [usages, waiting] = await Promise.all([
       Promise.all(
         orgs.map(async (o) => {
-          const res = await deps.api.call(authFor(o, operator), 'GET', '/organization');
+          const res = await deps.api.call(operatorAuth(o, operator), 'GET', '/organization');
           return res.ok ? (res.body.daily_usage as DailyUsage) : null;
         }),
       ),

@@ -3,7 +3,7 @@ import { signIn } from '../../core/console/sign-in';
 import { revokeSession } from '../../core/console/sessions';
 import { consumePasswordLink, readPasswordLink } from '../../core/console/operators';
 import { html, type Html } from '../html';
-import { document } from '../layout';
+import { document, seeOther } from '../layout';
 import { cookieName, setSessionCookie } from '../middleware';
 import { consoleRouter, field, type ConsoleContext, type ConsoleDeps } from '../state';
 
@@ -88,8 +88,7 @@ export function signInRoutes(deps: ConsoleDeps) {
     }
     setSessionCookie(ctx, deps, result.token);
     ctx.append('Set-Cookie', `${PRE}=; Path=/console; Max-Age=0`);
-    ctx.status = 303;
-    ctx.redirect(safeNext(ctx.state.form?.get('next')));
+    seeOther(ctx, safeNext(ctx.state.form?.get('next')));
   });
 
   router.post('/console/sign-out', async (ctx) => {
@@ -97,8 +96,7 @@ export function signInRoutes(deps: ConsoleDeps) {
     const s = ctx.state.session;
     if (s && ctx.state.form?.get('_csrf') === s.csrf) await revokeSession(deps.orm, ctx.cookies.get(cookieName(deps.secureCookies)) ?? '');
     setSessionCookie(ctx, deps, null);
-    ctx.status = 303;
-    ctx.redirect('/console/sign-in');
+    seeOther(ctx, '/console/sign-in');
   });
 
   async function setPasswordPage(ctx: ConsoleContext, status: number, message?: Html) {

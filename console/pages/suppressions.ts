@@ -1,5 +1,5 @@
 import { html } from '../html';
-import { csrfField, pager, renderPage, when } from '../layout';
+import { csrfField, pager, renderPage, when, seeOther, listTable } from '../layout';
 import { consoleRouter, field, orgAuth, type ConsoleContext, type ConsoleDeps } from '../state';
 
 interface SuppressionView {
@@ -50,48 +50,36 @@ export function suppressionRoutes(deps: ConsoleDeps) {
           >
           <button type="submit">Search</button>
         </form>
-        <table>
-          <caption class="muted">
-            Newest first
-          </caption>
-          <thead>
-            <tr>
-              <th scope="col">Email</th>
-              <th scope="col">Reason</th>
-              <th scope="col">Source message</th>
-              <th scope="col">Added</th>
-              <th scope="col">Remove</th>
-            </tr>
-          </thead>
-          <tbody>
-            ${rows.map(
-              (s) =>
-                html`<tr>
-                  <td>${s.email}</td>
-                  <td>${s.reason}</td>
-                  <td>
-                    ${s.email_id ? html`<a href="/console/o/${a.organization.id}/messages/${s.email_id}">message</a>` : html`<span class="muted">—</span>`}
-                  </td>
-                  <td>${when(s.created_at)}</td>
-                  <td>
-                    <form
-                      method="post"
-                      action="${base}/remove"
-                      class="inline"
-                      data-confirm="Remove ${s.email} from the suppression list? Mail to it will be sent again."
-                    >
-                      ${csrfField(ctx)} <input type="hidden" name="email" value="${s.email}" />
-                      <label class="check"
-                        >Reason <input name="note" required maxlength="500" aria-label="Reason for removing ${s.email}"
-                      /></label>
-                      <button type="submit" class="danger" aria-label="Remove ${s.email}">Remove</button>
-                    </form>
-                  </td>
-                </tr>`,
-            )}
-          </tbody>
-        </table>
-        ${res.ok && rows.length === 0 ? html`<p class="muted">No suppressions match.</p>` : ''}
+        ${listTable({
+          caption: 'Newest first',
+          columns: ['Email', 'Reason', 'Source message', 'Added', 'Remove'],
+          rows: rows.map(
+            (s) =>
+              html`<tr>
+                <td>${s.email}</td>
+                <td>${s.reason}</td>
+                <td>
+                  ${s.email_id ? html`<a href="/console/o/${a.organization.id}/messages/${s.email_id}">message</a>` : html`<span class="muted">—</span>`}
+                </td>
+                <td>${when(s.created_at)}</td>
+                <td>
+                  <form
+                    method="post"
+                    action="${base}/remove"
+                    class="inline"
+                    data-confirm="Remove ${s.email} from the suppression list? Mail to it will be sent again."
+                  >
+                    ${csrfField(ctx)} <input type="hidden" name="email" value="${s.email}" />
+                    <label class="check"
+                      >Reason <input name="note" required maxlength="500" aria-label="Reason for removing ${s.email}"
+                    /></label>
+                    <button type="submit" class="danger" aria-label="Remove ${s.email}">Remove</button>
+                  </form>
+                </td>
+              </tr>`,
+          ),
+          empty: res.ok && rows.length === 0 ? 'No suppressions match.' : undefined,
+        })}
         ${res.ok ? pager(base, f, res.body.next_cursor) : ''}
         <h2>Add an address</h2>
         <form method="post" action="${base}" class="stack">
@@ -110,8 +98,7 @@ export function suppressionRoutes(deps: ConsoleDeps) {
     const email = field(ctx, 'email');
     const res = await deps.api.call(a, 'POST', '/suppressions', { body: { email } });
     if (!res.ok) return list(ctx, { status: res.status, error: res.error?.message ?? 'The address could not be added.', adding: email });
-    ctx.status = 303;
-    ctx.redirect(`/console/o/${a.organization.id}/suppressions?done=suppression_added`);
+    seeOther(ctx, `/console/o/${a.organization.id}/suppressions?done=suppression_added`);
   });
 
   router.post('/console/o/:org/suppressions/remove', async (ctx) => {
@@ -120,8 +107,7 @@ export function suppressionRoutes(deps: ConsoleDeps) {
     // The reason is kept in the audit row (the API's `note`).
     const res = await deps.api.call(a, 'DELETE', `/suppressions/${encodeURIComponent(email)}`, { query: { note: field(ctx, 'note') } });
     if (!res.ok) return list(ctx, { status: res.status, error: res.error?.message ?? 'The suppression could not be removed.' });
-    ctx.status = 303;
-    ctx.redirect(`/console/o/${a.organization.id}/suppressions?done=suppression_removed`);
+    seeOther(ctx, `/console/o/${a.organization.id}/suppressions?done=suppression_removed`);
   });
 
   return router;

@@ -4,7 +4,7 @@ import { listOrganizations } from '../../db/sql/console-overview';
 import { closeUnconfirmedIds, countUnconfirmed, listUnconfirmed } from '../../db/sql/unconfirmed';
 import { isUuid } from '../../db/ids';
 import { html } from '../html';
-import { csrfField, pager, renderPage, when } from '../layout';
+import { csrfField, pager, renderPage, when, seeOther } from '../layout';
 import { consoleRouter, field, session, type ConsoleContext, type ConsoleDeps } from '../state';
 
 const PAGE = 100;
@@ -149,8 +149,7 @@ export function unconfirmedRoutes(deps: ConsoleDeps) {
       deps.engine,
       closed.map((c) => c.id),
     );
-    ctx.status = 303;
-    ctx.redirect(`/console/unconfirmed?hours=${f.hours}${f.org ? `&org=${f.org}` : ''}&done=unconfirmed_closed`);
+    seeOther(ctx, `/console/unconfirmed?hours=${f.hours}${f.org ? `&org=${f.org}` : ''}&done=unconfirmed_closed`);
   });
 
   return router;

@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import { html, type Html } from '../html';
-import { csrfField, pager, refusal, renderPage, when } from '../layout';
+import { csrfField, pager, refusal, renderPage, when, seeOther } from '../layout';
 import { field, orgAuth, type ConsoleContext, type ConsoleDeps, type ConsoleState } from '../state';
 
 const STATUSES = ['pending', 'succeeded', 'failed'];
@@ -160,8 +160,7 @@ export async function webhookDetail(ctx: ConsoleContext, deps: ConsoleDeps, extr
 export function detailActions(router: Router<ConsoleState>, deps: ConsoleDeps): Router<ConsoleState> {
   const path = (ctx: ConsoleContext) => `/webhooks/${encodeURIComponent(ctx.params.id)}`;
   const back = (ctx: ConsoleContext, done: string) => {
-    ctx.status = 303;
-    ctx.redirect(`/console/o/${orgAuth(ctx).organization.id}/webhooks/${ctx.params.id}?done=${done}`);
+    seeOther(ctx, `/console/o/${orgAuth(ctx).organization.id}/webhooks/${ctx.params.id}?done=${done}`);
   };
   // The endpoint's page with the API's words (a missing endpoint: the page's own 404).
   const refused = (ctx: ConsoleContext, res: { status: number; error?: { message: string } }, fallback: string) =>

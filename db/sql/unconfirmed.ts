@@ -24,6 +24,18 @@ const AUDITED = `audited as (
   returning 1
 )`;
 
+/**
+ * A close's end, after a `picked` CTE of locked message ids: those still at `sent` become
+ * `unconfirmed` (a late bounce or complaint that moved one off `sent` first wins), with the audit
+ * rows (AUDITED's two parameters); the statement answers the closed ids and organizations.
+ */
+const CLOSE_PICKED = `closed as (
+  update emails e set status = 'unconfirmed', updated_at = now()
+    from picked where e.id = picked.id and e.status = 'sent'
+  returning e.id, e.organization_id
+), ${AUDITED}
+select id, organization_id from closed order by id`;
+
 /** How many messages a close would take, and the oldest one's time (a dry run). */
 export async function countUnconfirmed(orm: Orm, scope: UnconfirmedScope): Promise<{ count: number; oldestSentAt: Date | null }> {
   const [row] = await orm.em
@@ -57,12 +69,7 @@ with picked as (
    order by sent_at, id
    limit ?
    for update skip locked
-), closed as (
-  update emails e set status = 'unconfirmed', updated_at = now()
-    from picked where e.id = picked.id and e.status = 'sent'
-  returning e.id, e.organization_id
-), ${AUDITED}
-select id, organization_id from closed order by id`,
+), ${CLOSE_PICKED}`,
       [scope.cutoff, scope.organizationId, scope.organizationId, scope.limit, null, scope.cutoff],
     );
   return rows.map((r) => ({ id: r.id, organizationId: r.organization_id }));
@@ -126,12 +133,7 @@ with picked as (
    where id = any(?::uuid[]) and status = 'sent' and sent_at < ? and mode = 'live' and (?::uuid is null or organization_id = ?::uuid)
    order by id
    for update skip locked
-), closed as (
-  update emails e set status = 'unconfirmed', updated_at = now()
-    from picked where e.id = picked.id and e.status = 'sent'
-  returning e.id, e.organization_id
-), ${AUDITED}
-select id, organization_id from closed order by id`,
+), ${CLOSE_PICKED}`,
       [`{${scope.ids.join(',')}}`, scope.cutoff, scope.organizationId, scope.organizationId, scope.actor, scope.cutoff],
     );
   return rows.map((r) => ({ id: r.id, organizationId: r.organization_id }));
