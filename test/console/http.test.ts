@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { sharedService, newTenant, type TestEnv, type Tenant } from '../support/service';
 import { ConsoleClient, newOperator, type OperatorLogin } from '../support/console';
+import { setSessionCookie } from '../../console/middleware';
+import type { ConsoleDeps } from '../../console/state';
 
 /** The console over plain HTTP: what its pages promise without a browser (headers, escaping, scope, CSRF). */
 describe('console over HTTP', function () {
@@ -73,6 +75,32 @@ describe('console over HTTP', function () {
     const missing = await c.get(`/console/o/00000000-0000-7000-8000-000000000000/messages`);
     assert.equal(missing.status, 403);
     assert.equal((await c.get('/console/organizations')).status, 403);
+  });
+
+  it('after sign-in goes only to a console page: a `next` naming another site lands on the overview', async function () {
+    const c = new ConsoleClient(env.url);
+    const form = await c.get(`/console/sign-in?next=${encodeURIComponent('https://evil.example/console/')}`);
+    const pre = /name="_pre" value="([^"]*)"/.exec(form.html)![1];
+    const next = /name="next" value="([^"]*)"/.exec(form.html)![1];
+    assert.equal(next, '/console/overview');
+    const res = await c.post('/console/sign-in', {
+      _csrf: null,
+      _pre: pre,
+      next: '//evil.example/x',
+      email: platform.email,
+      password: platform.password,
+    });
+    assert.equal(res.status, 303);
+    assert.equal(res.location, '/console/overview');
+  });
+
+  it('marks the session cookie Secure, under the __Host- prefix, when PUBLIC_URL is https', () => {
+    const set: string[] = [];
+    const ctx = { append: (_: string, v: string) => set.push(v) } as unknown as Parameters<typeof setSessionCookie>[0];
+    setSessionCookie(ctx, { secureCookies: true } as ConsoleDeps, 'token');
+    setSessionCookie(ctx, { secureCookies: false } as ConsoleDeps, 'token');
+    assert.match(set[0], /^__Host-svc_console=token; Path=\/; HttpOnly; SameSite=Strict; Secure$/);
+    assert.match(set[1], /^svc_console=token; Path=\/; HttpOnly; SameSite=Strict$/);
   });
 
   it('answers a wrong password without saying whether the account exists', async function () {
