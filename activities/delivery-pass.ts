@@ -5,7 +5,7 @@ import type { Clock } from '../core/clock';
 import type { Secrets } from '../core/secrets';
 import { PermanentFailure } from './errors';
 import { testModeOutcome } from './outcomes';
-import { isDue, messageOf, Outcomes, type Message, type PassRecipient } from './pass-outcomes';
+import { DEFAULT_MAX_AGE_MS, isDue, messageOf, Outcomes, type Message, type PassRecipient, type RetryRule } from './pass-outcomes';
 import { createLiveSender, type LiveSenderDeps } from './send-live';
 import { loadSenderIdentities } from './sender-identity';
 
@@ -15,6 +15,8 @@ export interface DeliveryDeps extends LiveSenderDeps {
   log: Logger;
   /** Opens DKIM private keys; domains created without keys (operator overrides) are sent unsigned. */
   secrets?: Secrets;
+  /** RETRY_MAX_AGE_HOURS: how long mail an MX refuses for now is tried again (default 96 h). */
+  retryMaxAgeMs?: number;
 }
 
 const FINAL_STATUSES = new Set(['sent', 'delivered', 'bounced', 'complained', 'failed', 'suppressed', 'canceled', 'unconfirmed']);
@@ -46,6 +48,7 @@ export interface DeliveryPass {
 
 export function createDeliveryPass(deps: DeliveryDeps): DeliveryPass {
   const { orm, clock, log, secrets } = deps;
+  const retryRule: RetryRule = { maxAgeMs: deps.retryMaxAgeMs ?? DEFAULT_MAX_AGE_MS };
   const sendLive = createLiveSender(deps);
 
   /** Test mode: the outcome table instead of SMTP. */
@@ -125,7 +128,7 @@ export function createDeliveryPass(deps: DeliveryDeps): DeliveryPass {
     async deliverMany(emailIds) {
       const { active, done } = await readClaimed(emailIds);
       if (active.length === 0) return done;
-      const out = new Outcomes();
+      const out = new Outcomes(retryRule);
       const due = (m: Message) => m.recipients.filter(isDue);
       const live = active.filter((m) => m.email.mode === 'live' && due(m).length > 0);
       for (const m of active) if (m.email.mode === 'test') simulate(out, m.email, due(m));
@@ -141,13 +144,15 @@ export function createDeliveryPass(deps: DeliveryDeps): DeliveryPass {
         for (const rs of inFlight.values()) for (const r of rs) r.state = 'in_flight';
         errors = await sendAllLive(out, live, inFlight);
       }
+      const now = clock.now();
       const results: Delivered[] = active.map((m) => {
         const error = errors.get(m.email.id);
-        return error === undefined ? { id: m.email.id, status: out.finish(m) } : { id: m.email.id, status: m.email.status, error };
+        return error === undefined ? { id: m.email.id, status: out.finish(m, now) } : { id: m.email.id, status: m.email.status, error };
       });
       await out.write(orm, clock.now());
       for (const [i, r] of results.entries()) {
-        if (r.error === undefined) log.info({ emailId: r.id, status: r.status, mode: active[i].email.mode }, 'delivery finished');
+        if (r.error === undefined && r.status === 'queued') log.info({ emailId: r.id, mode: active[i].email.mode }, 'delivery deferred');
+        else if (r.error === undefined) log.info({ emailId: r.id, status: r.status, mode: active[i].email.mode }, 'delivery finished');
       }
       return [...done, ...results];
     },
@@ -162,7 +167,7 @@ export function createDeliveryPass(deps: DeliveryDeps): DeliveryPass {
           out.set(r, 'failed');
           out.event(email, 'failed', r.address, { detail: detailOf.get(email.id) });
         }
-        return { id: email.id, status: out.finish(m) };
+        return { id: email.id, status: out.finish(m, clock.now()) };
       });
       await out.write(orm, clock.now());
       for (const r of failed) log.warn({ emailId: r.id, detail: detailOf.get(r.id), status: r.status }, 'delivery failed');

@@ -29,8 +29,11 @@ export interface OutgoingMessage {
 
 export interface RecipientRejection {
   address: string;
+  /** The reply's code; null when no reply came (a network, DNS, TLS or policy failure). */
   code: number | null;
   response: string;
+  /** Direct delivery: the recipient's site is suspended for this sender's addresses until then; not tried before. */
+  suspendedUntil?: Date;
 }
 
 export interface SendOutcome {
@@ -57,6 +60,11 @@ export class SmtpTransactionError extends Error {
 export interface Mailer {
   /** True when acceptance means the mailbox itself took it (`delivered`), not just a relay (`sent`). */
   readonly finalDestination: boolean;
+  /**
+   * Direct delivery: a refusal for now (4xx, no reply) is answered per recipient and the message
+   * waits in the database for its next attempt, instead of being thrown and retried by its run.
+   */
+  readonly defers?: boolean;
   send(msg: OutgoingMessage): Promise<SendOutcome>;
   close(): void;
 }
@@ -102,6 +110,36 @@ function signingKey(pem: string): KeyObject {
 }
 
 /**
+ * The message as nodemailer composes it: both transports (the relay here, direct delivery in
+ * activities/delivery/) build the same MIME and DKIM signature from it.
+ */
+export function mailOptions(msg: OutgoingMessage): Mail.Options {
+  return {
+    messageId: msg.messageId,
+    // Address objects, not strings: nodemailer quotes or encodes the name, and never re-parses
+    // a string that could hold more than one mailbox.
+    from: headerAddress(msg.from),
+    to: msg.to.map(headerAddress),
+    cc: msg.cc.map(headerAddress),
+    bcc: msg.bcc.map(headerAddress),
+    replyTo: msg.replyTo ? headerAddress(msg.replyTo) : undefined,
+    subject: msg.subject,
+    html: msg.html ?? undefined,
+    text: msg.text ?? undefined,
+    headers: msg.headers,
+    attachments: msg.attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, content: a.content })),
+    envelope: msg.envelope,
+    date: msg.date,
+    // nodemailer hands the key to crypto's sign(), which takes a KeyObject as well as a PEM.
+    ...(msg.dkim
+      ? { dkim: { ...msg.dkim, privateKey: signingKey(msg.dkim.privateKey) as unknown as string, headerFieldNames: DKIM_HEADERS } }
+      : {}),
+    disableFileAccess: true,
+    disableUrlAccess: true,
+  };
+}
+
+/**
  * The relay (or the dev inbox) over a pool of `connections` SMTP connections kept open between
  * messages: a connection per message cost more than the message (the relay's greeting, its
  * reverse lookup of us, EHLO; about 100 ms on loopback against 11 ms pooled). One transaction
@@ -115,29 +153,7 @@ export function createSmtpMailer(url: string, finalDestination: boolean, connect
   return {
     finalDestination,
     async send(msg) {
-      const mail: Mail.Options = {
-        messageId: msg.messageId,
-        // Address objects, not strings: nodemailer quotes or encodes the name, and never re-parses
-        // a string that could hold more than one mailbox.
-        from: headerAddress(msg.from),
-        to: msg.to.map(headerAddress),
-        cc: msg.cc.map(headerAddress),
-        bcc: msg.bcc.map(headerAddress),
-        replyTo: msg.replyTo ? headerAddress(msg.replyTo) : undefined,
-        subject: msg.subject,
-        html: msg.html ?? undefined,
-        text: msg.text ?? undefined,
-        headers: msg.headers,
-        attachments: msg.attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, content: a.content })),
-        envelope: msg.envelope,
-        date: msg.date,
-        // nodemailer hands the key to crypto's sign(), which takes a KeyObject as well as a PEM.
-        ...(msg.dkim
-          ? { dkim: { ...msg.dkim, privateKey: signingKey(msg.dkim.privateKey) as unknown as string, headerFieldNames: DKIM_HEADERS } }
-          : {}),
-        disableFileAccess: true,
-        disableUrlAccess: true,
-      };
+      const mail = mailOptions(msg);
       try {
         const info = await transport.sendMail(mail);
         const accepted = (info.accepted as (string | { address: string })[]).map((a) =>

@@ -3,8 +3,16 @@ import type { EmailStatus, EventType, RecipientState } from '../db/entities';
 import { recordPassOutcomes, type PassEmail, type PassOutcomes } from '../db/sql/delivery-pass';
 import { suppressAddress } from '../db/sql/suppress-address';
 import { aggregateStatus } from '../core/emails/status';
+import { nextAttempt } from '../core/delivery/backoff';
 
 const SENT_STATUSES = new Set(['sent', 'delivered', 'bounced', 'complained']);
+/** RETRY_MAX_AGE_HOURS' default: 4 days, as MTAs keep mail they cannot hand over yet. */
+export const DEFAULT_MAX_AGE_MS = 96 * 3_600_000;
+
+/** How long deferred mail is tried again before it fails (RETRY_MAX_AGE_HOURS). */
+export interface RetryRule {
+  maxAgeMs: number;
+}
 
 /** A recipient during a pass; `tried` counts an attempt the in_flight statement did not (test mode). */
 export interface PassRecipient {
@@ -35,6 +43,19 @@ export class Outcomes {
   readonly emails: PassOutcomes['emails'] = [];
   /** Hard bounces at send time: the address goes on the list and its contact becomes `bounced`. */
   readonly suppress: { organizationId: string; address: string; emailId: string }[] = [];
+  /** Messages an MX refused for now (direct delivery), by id: the last reply, and the site's suspension if any. */
+  readonly deferred = new Map<string, { reply: string; suspendedUntil: Date | null }>();
+
+  constructor(private readonly retry: RetryRule = { maxAgeMs: DEFAULT_MAX_AGE_MS }) {}
+
+  /** A recipient an MX refused for now: `delivery_delayed` with the reply; it stays due for the next attempt. */
+  defer(email: PassEmail, r: PassRecipient, reply: string, suspendedUntil: Date | null): void {
+    this.event(email, 'delivery_delayed', r.address, { detail: reply.slice(0, 1000) });
+    this.set(r, 'pending');
+    const was = this.deferred.get(email.id);
+    const until = [was?.suspendedUntil, suspendedUntil].filter((d): d is Date => !!d).sort((a, b) => b.getTime() - a.getTime())[0];
+    this.deferred.set(email.id, { reply: reply.slice(0, 1000), suspendedUntil: until ?? null });
+  }
 
   event(email: PassEmail, type: EventType, recipient: string, extra: { bounceType?: string | null; detail?: string | null } = {}): void {
     this.events.push({
@@ -52,8 +73,34 @@ export class Outcomes {
     this.changed.add(r);
   }
 
-  /** The message's status from its recipients, already updated; returned and written with the rest. */
-  finish(m: Message): EmailStatus {
+  /**
+   * The message's status from its recipients, already updated; returned and written with the rest.
+   * A message with recipients deferred goes back to `queued` until its next attempt (the backoff,
+   * or the end of its site's suspension), or, past the maximum age, they fail.
+   */
+  finish(m: Message, now: Date = new Date()): EmailStatus {
+    const d = this.deferred.get(m.email.id);
+    if (d && m.recipients.some(isDue)) {
+      const next = nextAttempt({
+        deferrals: m.email.deferrals,
+        now,
+        since: new Date(m.email.scheduled_at ?? m.email.created_at),
+        maxAgeMs: this.retry.maxAgeMs,
+        ...(d.suspendedUntil ? { notBefore: d.suspendedUntil } : {}),
+      });
+      if ('retryAt' in next) {
+        const reason = d.suspendedUntil && d.suspendedUntil >= next.retryAt ? 'site_suspended' : 'deferred';
+        this.emails.push({ id: m.email.id, status: 'queued', sent: false, retry: { reason, at: next.retryAt, reply: d.reply } });
+        return 'queued';
+      }
+      const hours = Math.round(this.retry.maxAgeMs / 3_600_000);
+      for (const r of m.recipients.filter(isDue)) {
+        this.set(r, 'failed');
+        this.event(m.email, 'failed', r.address, {
+          detail: `gave up after ${hours} h of deferrals; last reply: ${d.reply}`.slice(0, 1000),
+        });
+      }
+    }
     const status = aggregateStatus(m.recipients.map((r) => r.state));
     this.emails.push({ id: m.email.id, status, sent: SENT_STATUSES.has(status) });
     return status;

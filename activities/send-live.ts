@@ -13,6 +13,8 @@ import { RelayAnswers, settleRecipients } from './smtp-outcome';
 
 export interface LiveSenderDeps {
   mailer: Mailer;
+  /** Direct delivery to each recipient domain's MX, for senders whose transport is `direct`; absent: their mail waits (an error retried). */
+  direct?: Mailer;
   /** Signs each recipient's VERP return path; without it mail leaves with the From address as envelope sender. */
   returnPaths?: ReturnPaths;
   /** Signs unsubscribe and tracking links; without it bulk mail cannot be sent (a permanent failure). */
@@ -20,6 +22,9 @@ export interface LiveSenderDeps {
   /** SMTP transactions in flight at once, transactional ones served first (default 16: twice the default pool). */
   sendSlots?: number;
 }
+
+/** Direct SMTP transactions in flight at once per process, across every site (each site's own limits apply within). */
+const DIRECT_SLOTS = 512;
 
 /** What one live message needs besides its row: its attachments and its sender domain's identity. */
 export interface LiveExtras {
@@ -43,11 +48,18 @@ export type SendLive = (
 
 /** The live sender of a worker: every message it hands over shares one gate on the SMTP transactions in flight. */
 export function createLiveSender(deps: LiveSenderDeps): SendLive {
-  const { mailer, returnPaths, links } = deps;
+  const { returnPaths, links } = deps;
   const gate = new SendGate(deps.sendSlots ?? 16);
+  // The direct mailer shapes its own connections per site; this gate only keeps the process's
+  // transactions in flight bounded.
+  const directGate = new SendGate(DIRECT_SLOTS);
 
   return async (out, email, recipients, dropped, { attachments, identity }) => {
     if (identity.error !== undefined) throw identity.error;
+    const direct = identity.transport === 'direct';
+    if (direct && !deps.direct) throw new Error('this worker has no direct transport configured');
+    const mailer = direct ? deps.direct! : deps.mailer;
+    const lane = direct ? directGate : gate;
     const parts = personalParts(links, email, identity.trackingHost ?? null, recipients, identity.sender ?? null);
     const from = mailbox(email.from_address);
     const message: Omit<OutgoingMessage, 'envelope'> = {
@@ -82,12 +94,12 @@ export function createLiveSender(deps: LiveSenderDeps): SendLive {
     const answers = new RelayAnswers();
     for (const envelope of envelopes) {
       try {
-        answers.took(await gate.run(email.stream === 'transactional', () => mailer.send({ ...message, envelope })));
+        answers.took(await lane.run(email.stream === 'transactional', () => mailer.send({ ...message, envelope })));
       } catch (err) {
         if (!answers.failed(err, envelope.to)) break;
       }
     }
-    settleRecipients(out, email, recipients, answers, mailer.finalDestination);
+    settleRecipients(out, email, recipients, answers, mailer);
   };
 }
 

@@ -2,6 +2,7 @@ import type { Orm } from '../db/orm';
 import { readPassDomains } from '../db/sql/delivery-pass';
 import type { Secrets } from '../core/secrets';
 import type { OutgoingMessage } from './mailer';
+import type { Transport } from '../db/entities';
 
 /** What a sender domain puts on the mail it sends: signature, return path, tracking host, the bulk footer's sender. */
 export interface Identity {
@@ -12,6 +13,8 @@ export interface Identity {
   trackingHost?: string;
   /** The organization's name and postal address, for the bulk footer; null without a postal address. */
   sender?: { name: string; postalAddress: string } | null;
+  /** How its live mail leaves: the relay (SMTP_URL) or straight to each recipient's MX. */
+  transport?: Transport;
 }
 
 /**
@@ -30,6 +33,7 @@ export async function loadSenderIdentities(orm: Orm, secrets: Secrets | undefine
         ...(d.return_path_host ? { returnPathHost: d.return_path_host } : {}),
         ...(d.tracking_host ? { trackingHost: d.tracking_host } : {}),
         sender: d.postal_address ? { name: d.organization_name, postalAddress: d.postal_address } : null,
+        transport: d.transport,
       });
     } catch (error) {
       identities.set(d.id, { error });

@@ -45,8 +45,9 @@ export function settleRecipients(
   email: PassEmail,
   recipients: PassRecipient[],
   answers: RelayAnswers,
-  finalDestination: boolean,
+  mailer: { finalDestination: boolean; defers?: boolean },
 ): void {
+  const { finalDestination } = mailer;
   const acceptedSet = new Set(answers.accepted);
   const rejectedBy = new Map(answers.rejected.map((r) => [r.address, r]));
   let retryLater = 0;
@@ -60,6 +61,9 @@ export function settleRecipients(
       out.event(email, 'bounced', r.address, { bounceType: 'hard', detail: rej.response.slice(0, 1000) });
       out.set(r, 'bounced');
       out.suppress.push({ organizationId: email.organization_id, address: r.address, emailId: email.id });
+    } else if (mailer.defers && answers.interrupted === null) {
+      // Direct delivery: the message waits in its row for its next attempt (Outcomes.finish).
+      out.defer(email, r, rej?.response ?? 'no answer from any MX', rej?.suspendedUntil ?? null);
     } else {
       out.set(r, 'pending');
       retryLater += 1;

@@ -13,6 +13,7 @@ import type { AutomationsPhaseResult } from './automations';
 import type { BroadcastPhaseResult } from './broadcast';
 import type { CapsPhaseResult } from './caps';
 import type { ConsolePhaseResult } from './console';
+import type { DirectPhaseResult } from './direct';
 import type { DrainPhaseResult } from './drain';
 import type { RelayResult } from './relay';
 import type { SendsResult } from './sends';
@@ -90,6 +91,7 @@ export interface PhaseResults {
   relay: RelayResult;
   caps: CapsPhaseResult;
   drain: DrainPhaseResult;
+  direct: DirectPhaseResult;
   temporal: TemporalBenchResult;
   soak: SoakResult;
   broadcast: BroadcastPhaseResult;

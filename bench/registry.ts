@@ -8,6 +8,7 @@ import { automationsPhase } from './automations';
 import { broadcastPhase } from './broadcast';
 import { capsPhase } from './caps';
 import { consolePhase } from './console';
+import { directPhase } from './direct';
 import { drainPhase } from './drain';
 import { POOL, SECONDS, type LoadResult, type Measured, type Phase, type PhaseName, type PhaseResults } from './phase';
 import { relayPhase } from './relay';
@@ -25,6 +26,7 @@ export const PHASES: readonly AnyPhase[] = [
   relayPhase,
   capsPhase,
   drainPhase,
+  directPhase,
   temporalPhase,
   soakPhase,
   broadcastPhase,

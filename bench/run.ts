@@ -11,7 +11,7 @@
  * Switches (environment), defaults in brackets:
  * - BENCH_ONLY: for iterating on one path, measures the baseline and the phases named only (comma
  *   separated; in registry order), logs their results and prints their sections; BENCHMARKS.md is
- *   not written. Phases: sends, audience, webhooks, relay, caps, drain, temporal, soak, broadcast,
+ *   not written. Phases: sends, audience, webhooks, relay, caps, drain, direct, temporal, soak, broadcast,
  *   automations, console; parts of sends: live-single, test-single, live-batch, test-batch, template (live
  *   single sends plain and with templates).
  * - DATABASE_URL: a PostgreSQL to use (its admin URL; the bench creates and drops its databases)

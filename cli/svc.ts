@@ -4,7 +4,8 @@ import { createDomain, createKey, createOrganization } from '../core/provisionin
 import { identityDeps } from '../core/domains/identity';
 import { setPlan, setWarmupStage } from '../core/limits/operator';
 import { organizationLimit, stageLimit } from '../core/limits/caps';
-import type { Permission, KeyMode, Plan, Stream } from '../db/entities';
+import type { Permission, KeyMode, Plan, Stream, Transport } from '../db/entities';
+import { setTransport } from '../core/delivery/transport';
 import { UsageError, oneOf, operatorUsage, required, withDb } from './shared';
 import { start, temporalDev, worker } from './run';
 import { closeUnconfirmedCommand, unconfirmedCommand } from './email';
@@ -27,6 +28,10 @@ const USAGE = `usage:
   svc org plan ORG_ID free|standard           move an organization to a plan (its daily send cap follows; audit-logged)
   svc domain warmup DOMAIN --stage N|--off    set a domain's warm-up stage (1-7: 200 to 20,000 a day) or turn it
                                               off for a domain with an established reputation (audit-logged)
+  svc transport set --org ORG_ID [--domain DOMAIN_ID] relay|direct|inherit
+                                              how live mail leaves: SMTP_URL's relay, or straight to recipients' MX;
+                                              a domain's own setting overrides its organization's (inherit clears it;
+                                              audit-logged); docs/delivery.md
   svc domain create --org ORG_ID --name DOMAIN [--stream transactional|bulk] [--verified]
   svc key create --org ORG_ID --name NAME --permission send|full|admin --mode live|test [--domain DOMAIN_ID]... [--rate N]
   svc operator create --email EMAIL [--org ORG_ID]
@@ -76,6 +81,16 @@ async function main(argv: string[]): Promise<void> {
       process.stdout.write(
         JSON.stringify({ id: d.id, name: d.name, warmup: { stage: d.warmupStage, daily_limit: stageLimit(d.warmupStage) } }) + '\n',
       );
+    });
+  }
+  if (positionals[0] === 'transport' && positionals[1] === 'set') {
+    const usage = 'usage: svc transport set --org ORG_ID [--domain DOMAIN_ID] relay|direct|inherit';
+    if (positionals.length !== 3 || (values.domain?.length ?? 0) > 1) throw new UsageError(usage);
+    const org = required('org', values.org);
+    const transport = oneOf<Transport | 'inherit'>('transport', positionals[2], ['relay', 'direct', 'inherit']);
+    return withDb(async (db) => {
+      const t = await setTransport(db.orm, { organizationId: org, domainId: values.domain?.[0] ?? null, transport }).catch(operatorUsage);
+      process.stdout.write(JSON.stringify(t) + '\n');
     });
   }
   if (positionals[0] === 'org' && positionals[1] === 'plan') {

@@ -61,6 +61,7 @@ const NOTICES: Record<string, string> = {
   totp_enabled: 'Two-factor sign-in is on.',
   totp_disabled: 'Two-factor sign-in is off.',
   warmup_set: 'The warm-up stage was set.',
+  transport_set: 'The transport was set.',
   unconfirmed_closed: 'The selected messages still at sent were closed as unconfirmed.',
 };
 
@@ -95,7 +96,7 @@ export function renderPage(ctx: ParameterizedContext<ConsoleState>, opts: PageOp
     ? html`<header class="top">
         <a href="/console/overview"><strong>svc console</strong></a>
         ${org ? html`<span>${org.name}</span>` : ''}
-        ${s.operator.role === 'platform' ? html`<a href="/console/organizations">Organizations</a> <a href="/console/unconfirmed">Unconfirmed</a>` : ''}
+        ${s.operator.role === 'platform' ? html`<a href="/console/organizations">Organizations</a> <a href="/console/unconfirmed">Unconfirmed</a> <a href="/console/delivery">Delivery</a>` : ''}
         <span class="who"
           ><a href="/console/account">${s.operator.email}</a>
           <form method="post" action="/console/sign-out" class="inline">

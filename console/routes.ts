@@ -19,6 +19,7 @@ import { webhookRoutes } from './pages/webhooks';
 import { suppressionRoutes } from './pages/suppressions';
 import { broadcastRoutes } from './pages/broadcasts';
 import { auditRoutes } from './pages/audit';
+import { deliveryRoutes } from './pages/delivery';
 
 /** The console's two files, read once: served from 'self' so the policy needs no inline script or style. */
 function assetRoutes(): Router<ConsoleState> {
@@ -59,7 +60,7 @@ export function consoleMiddleware(deps: ConsoleDeps): Koa.Middleware {
   home.get('/console', (ctx) => ctx.redirect('/console/overview'));
   const open = first([assetRoutes(), signInRoutes(deps)]);
   const signedIn = first([home, accountRoutes(deps), overviewRoutes(deps)]);
-  const platform = first([organizationRoutes(deps), unconfirmedRoutes(deps)]);
+  const platform = first([organizationRoutes(deps), unconfirmedRoutes(deps), deliveryRoutes(deps)]);
   const organization = first([
     messageRoutes(deps),
     keyRoutes(deps),

@@ -1,3 +1,5 @@
+import { isIP } from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { SCHEDULE_LEAD_MS } from '../worker/engine';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
@@ -75,6 +77,23 @@ export interface Config {
   smtpRelay: SmtpRelayConfig | null;
   /** INBOUND_SMTP_PORT: the bounce and feedback listener, the MX of every return-path host (default 2525 in development, 25 in production; 0 picks a free port; `off`: null, none). */
   inboundSmtpPort: number | null;
+  /** Direct delivery to recipients' MX (docs/delivery.md), for organizations and domains set to `direct`. */
+  direct: DirectConfig;
+}
+
+export interface DirectConfig {
+  /** SMTP_DIRECT_PORT: the port direct delivery connects to on an MX (default 25; tests set another). */
+  port: number;
+  /** DIRECT_ALLOW_PRIVATE_MX=1: an MX may resolve to loopback or private addresses (tests and development; refused with NODE_ENV=production). */
+  allowPrivateMx: boolean;
+  /** SMTP_HELO_NAME: the name direct delivery gives in EHLO (default this host's name); its source IPs' PTR should name it. */
+  heloName: string;
+  /** SMTP_SOURCE_IPS: local addresses direct delivery binds, in turn per site (comma-separated; unset: the system chooses). */
+  sourceIps: string[];
+  /** RETRY_MAX_AGE_HOURS: a message an MX keeps refusing for now is given up (failed) this long after it was due (default 96). */
+  retryMaxAgeHours: number;
+  /** DELIVERY_SHAPING_FILE: JSON of per-site limits (connections, messages per connection and per minute); unset: core/delivery/default-shaping.json. */
+  shapingFile: string | null;
 }
 
 export interface SmtpRelayConfig {
@@ -155,6 +174,27 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     domainWarmup: onOff('DOMAIN_WARMUP', true, env),
     smtpRelay: readSmtpRelayConfig(env),
     inboundSmtpPort: env.INBOUND_SMTP_PORT === 'off' ? null : int('INBOUND_SMTP_PORT', env.NODE_ENV === 'production' ? 25 : 2525, env),
+    direct: readDirectConfig(env),
+  };
+}
+
+function readDirectConfig(env: NodeJS.ProcessEnv): DirectConfig {
+  const allowPrivateMx = flag('DIRECT_ALLOW_PRIVATE_MX', false, env);
+  if (allowPrivateMx && env.NODE_ENV === 'production')
+    throw new Error('DIRECT_ALLOW_PRIVATE_MX=1 is for tests and development: refused with NODE_ENV=production');
+  const sourceIps = (env.SMTP_SOURCE_IPS ?? '')
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
+  const bad = sourceIps.find((ip) => isIP(ip) === 0);
+  if (bad !== undefined) throw new Error(`SMTP_SOURCE_IPS must list IP addresses, got ${JSON.stringify(bad)}`);
+  return {
+    port: int('SMTP_DIRECT_PORT', 25, env),
+    allowPrivateMx,
+    heloName: env.SMTP_HELO_NAME || os.hostname(),
+    sourceIps,
+    retryMaxAgeHours: int('RETRY_MAX_AGE_HOURS', 96, env),
+    shapingFile: env.DELIVERY_SHAPING_FILE || null,
   };
 }
 

@@ -1,6 +1,6 @@
 import { temporalSettings, type Config } from './config';
 import type { Parts } from './parts';
-import { buildActivities, deliveryMailer, type ActivityWiring } from './activities';
+import { buildActivities, deliveryMailer, directMailer, type ActivityWiring } from './activities';
 import type { Orm } from '../db/orm';
 import type { Mailer } from '../activities/mailer';
 import { APPLICATION_NAME, APPLICATION_VERSION, DBOS_INTERNAL_QUEUE, startDbosEngine } from '../worker/dbos-engine';
@@ -8,7 +8,7 @@ import { startTemporalEngine } from '../worker/temporal-engine';
 import type { Engine } from '../worker/engine';
 import { claimExecutor } from '../worker/executors';
 
-export interface EngineWiring extends Omit<ActivityWiring, 'mailer' | 'orm'> {
+export interface EngineWiring extends Omit<ActivityWiring, 'mailer' | 'orm' | 'direct'> {
   databaseUrl: string;
   workerOrm: Orm;
   /** The dev inbox's SMTP port (no SMTP_URL): the embedded engine's mailer delivers there. */
@@ -56,9 +56,10 @@ export async function addEngine(parts: Parts, config: Config, w: EngineWiring): 
   });
   const executor = await parts.add('executor', claiming, (e) => e.stop());
   const mailer = await parts.add('mailer', w.mailer ?? deliveryMailer(config, w.devInboxPort ?? config.devSmtpPort), (m) => m.close());
+  const direct = await parts.add('direct mailer', directMailer(config, w.workerOrm, w.log), (m) => m.close());
   const launching = startDbosEngine({
     databaseUrl: dbosDatabaseUrl(w.databaseUrl),
-    activities: buildActivities(config, { ...w, orm: w.workerOrm, mailer }),
+    activities: buildActivities(config, { ...w, orm: w.workerOrm, mailer, direct }),
     retryBaseSeconds: config.retryBaseSeconds,
     log: w.log,
     workerConcurrency: config.workerConcurrency,

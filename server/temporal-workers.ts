@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { linkBaseUrl, temporalSettings, webhookHttpOptions, type Config } from './config';
 import { Parts } from './parts';
-import { buildActivities, deliveryMailer } from './activities';
+import { buildActivities, deliveryMailer, directMailer } from './activities';
 import type { Orm } from '../db/orm';
 import { identityDeps } from '../core/domains/identity';
 import { createDnsResolver } from '../core/domains/dns';
@@ -33,10 +33,12 @@ export async function startTemporalWorkers(
   try {
     // Without SMTP_URL, relay into the dev inbox that `svc start` runs on DEV_SMTP_PORT.
     const mailer = await parts.add('mailer', deliveryMailer(config, config.devSmtpPort), (m) => m.close());
+    const direct = await parts.add('direct mailer', directMailer(config, orm, log), (m) => m.close());
     const webhooks = await parts.add('webhook client', createWebhookHttp(webhookHttpOptions(config)), (w) => w.close());
     const activities = buildActivities(config, {
       orm,
       mailer,
+      direct,
       webhooks,
       dns: createDnsResolver(config.dnsServers),
       identity: identityDeps({ ...config, publicUrl: linkBaseUrl(config, apiPort) }),

@@ -57,7 +57,8 @@ export async function startRun(engine: Engine, log: Logger, settings: RunSetting
   const { mode, stream } = rows[0];
   const opts: StartOptions = { queue: QUEUE_OF[mode], stream, labels: labelsOf({ mode, stream }, rows) };
   const window = settings.confirmationWindowMs ?? 0;
-  if (window > 0) {
+  // A deferred message's SendEmail run has ended (at `queued`): its retry goes in a batch run.
+  if (window > 0 && rows[0].deferrals === 0) {
     const input: SendEmailInput = { emailId: rows[0].id, confirmationWindowMs: window };
     try {
       // A scheduled message's run may be waiting for its admission (handBack): this start tells it.
@@ -71,7 +72,9 @@ export async function startRun(engine: Engine, log: Logger, settings: RunSetting
     }
   }
   const ids = rows.map((r) => r.id);
-  const batchId = `send-batch-${createHash('sha256').update(ids.join(',')).digest('hex').slice(0, 32)}`;
+  // A retry (deferrals > 0) is named apart from the run that deferred it, which has ended.
+  const members = rows.map((r) => (r.deferrals > 0 ? `${r.id}:${r.deferrals}` : r.id));
+  const batchId = `send-batch-${createHash('sha256').update(members.join(',')).digest('hex').slice(0, 32)}`;
   const input: SendBatchInput = { batchId, emailIds: ids, retryBaseSeconds: settings.retryBaseSeconds ?? 30 };
   await engine.start(sendBatch, batchId, input, opts);
 }

@@ -4,6 +4,7 @@ import { claimOutbox, markEnqueued, outboxHasDue } from '../db/sql/claim-outbox'
 import type { Clock } from '../core/clock';
 import { systemClock } from '../core/clock';
 import { claimScheduled } from '../db/sql/scheduled-timers';
+import { releaseDueRetries } from '../db/sql/release-retries';
 import { sendRateRoom, takeSendRate } from '../db/sql/send-rate';
 import { SCHEDULE_LEAD_MS, type Engine } from './engine';
 import { LANES, QUEUE_OF, runsOf, startRun, startTimerRun, type Lane } from './outbox-runs';
@@ -96,6 +97,8 @@ export class Outbox {
   private readonly clock: Clock;
   /** When the last pass looked for scheduled mail to start timers for (epoch ms). */
   private timersAt = 0;
+  /** When the last pass released deferred mail whose next attempt is due (epoch ms, wall time). */
+  private retriesAt = 0;
 
   constructor(
     private readonly orm: Orm,
@@ -135,6 +138,14 @@ export class Outbox {
   async runOnce(): Promise<Pass> {
     const rooms = await Promise.all(LANES.map((l) => this.engine.room(QUEUE_OF[l.mode], l.stream)));
     const now = this.clock.now();
+    // Deferred mail due again goes back in the outbox, once a second at most (a range scan that
+    // finds nothing when nothing is due), and leaves in this pass with the rest.
+    if (Date.now() - this.retriesAt >= SAFETY_POLL_MS) {
+      this.retriesAt = Date.now();
+      const released = await releaseDueRetries(this.orm.em.fork(), { now, limit: PASS });
+      if (released > 0) this.log.info({ released }, 'deferred mail due again');
+      if (released >= PASS) this.retriesAt = 0;
+    }
     const pass: Pass = { more: false, full: false };
     const perRun = this.perRun();
     for (const [i, lane] of LANES.entries()) {

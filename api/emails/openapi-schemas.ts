@@ -81,15 +81,22 @@ export const Email: JsonSchema = {
     sent_at: nullableTimestamp,
     last_event: status,
     waiting: {
-      description: 'Held by a daily send cap (still queued): which one and when its day turns; null when not held.',
+      description:
+        'Why a queued message is not leaving yet: held by a daily send cap (which one, and when its day turns), or refused for now by a ' +
+        "recipient's MX (direct delivery: `deferred` until its next attempt, or `site_suspended` until its site's suspension ends, " +
+        'with the last reply); null when not held.',
       oneOf: [
         {
           type: 'object',
           properties: {
-            reason: { type: 'string', enum: ['platform_daily_cap', 'organization_daily_cap', 'domain_daily_cap'] },
+            reason: {
+              type: 'string',
+              enum: ['platform_daily_cap', 'organization_daily_cap', 'domain_daily_cap', 'deferred', 'site_suspended'],
+            },
             until: timestamp,
+            reply: { type: ['string', 'null'], description: 'The reply that deferred it (deferred, site_suspended); null for a cap.' },
           },
-          required: ['reason', 'until'],
+          required: ['reason', 'until', 'reply'],
           additionalProperties: false,
         },
         { type: 'null' },

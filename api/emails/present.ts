@@ -35,9 +35,7 @@ export function presentEmail(email: Email, events: EmailEvent[], attachments: At
     scheduled_at: iso(email.scheduledAt),
     sent_at: iso(email.sentAt),
     last_event: email.status,
-    // Parked behind a daily cap: still queued (cancelable), goes out when the allowance returns.
-    waiting:
-      email.status === 'queued' && email.waitingReason !== null ? { reason: email.waitingReason, until: iso(email.waitingUntil) } : null,
+    waiting: presentWaiting(email),
     mode: email.mode,
     source: email.source,
     attachments: attachments.map((a) => ({ filename: a.filename, content_type: a.contentType, size: a.size })),
@@ -59,4 +57,16 @@ export function presentSummary(r: EmailSummaryRow) {
     created_at: iso(r.created_at),
     sent_at: iso(r.sent_at),
   };
+}
+
+/**
+ * Why a queued message is not leaving yet: parked behind a daily cap (goes out when the allowance
+ * returns), or refused for now by a recipient's MX (direct delivery: tried again at `until`, or
+ * its site suspended until then), with the reply. Still cancelable either way.
+ */
+function presentWaiting(email: Email): { reason: string; until: string | null; reply: string | null } | null {
+  if (email.status !== 'queued') return null;
+  if (email.waitingReason !== null) return { reason: email.waitingReason, until: iso(email.waitingUntil), reply: null };
+  if (email.retryReason !== null) return { reason: email.retryReason, until: iso(email.retryAt), reply: email.lastReply };
+  return null;
 }

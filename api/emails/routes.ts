@@ -135,7 +135,7 @@ export function emailRoutes(deps: EmailRoutesDeps): Router<ApiState> {
     const won = await em.nativeUpdate(
       Email,
       { id, status: 'queued', ...scope(a) },
-      { status: 'canceled', waitingReason: null, waitingUntil: null, updatedAt: new Date() },
+      { status: 'canceled', waitingReason: null, waitingUntil: null, retryReason: null, retryAt: null, updatedAt: new Date() },
     );
     if (won === 0) {
       const email = await em.findOne(Email, { id, ...scope(a) }, { fields: ['status'] });

@@ -1,4 +1,8 @@
 import { html, type Html } from '../html';
+import { Domain, Organization, type Transport } from '../../db/entities';
+import { TRANSPORTS } from '../../core/delivery/transport';
+import { csrfField } from '../layout';
+import type { ConsoleContext, ConsoleDeps } from '../state';
 
 /** A DNS record as GET /domains/:id shows it: what to publish (`value`) and what DNS held (`observed`). */
 export interface RecordView {
@@ -113,3 +117,29 @@ export function usageTable(d: DomainView, usage: DailyUsage): Html {
     </tbody>
   </table>`;
 }
+
+/** A domain's own transport (null: its organization's) and its organization's, for the platform operator's form. */
+export async function domainTransport(
+  deps: Pick<ConsoleDeps, 'orm'>,
+  organizationId: string,
+  domainId: string,
+): Promise<{ own: Transport | null; organization: Transport } | null> {
+  const em = deps.orm.em.fork();
+  const [domain, org] = await Promise.all([
+    em.findOne(Domain, { id: domainId, organizationId }, { fields: ['transport'] }),
+    em.findOne(Organization, { id: organizationId }, { fields: ['transport'] }),
+  ]);
+  return domain && org ? { own: domain.transport, organization: org.transport } : null;
+}
+
+export const transportForm = (ctx: ConsoleContext, base: string, t: { own: Transport | null; organization: Transport }) =>
+  html`<h2>Transport</h2>
+    <form method="post" action="${base}/transport" class="stack">
+      ${csrfField(ctx)}
+      <label for="transport">How this domain's live mail leaves</label>
+      <select name="transport" id="transport">
+        <option value="inherit" ${t.own === null ? html`selected` : ''}>the organization's (${t.organization})</option>
+        ${TRANSPORTS.map((x) => html`<option ${t.own === x ? html`selected` : ''}>${x}</option>`)}
+      </select>
+      <button type="submit">Set transport</button>
+    </form>`;

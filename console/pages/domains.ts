@@ -3,7 +3,9 @@ import { WARMUP_STAGES } from '../../core/limits/caps';
 import { html } from '../html';
 import { csrfField, refusal, renderPage, when, seeOther } from '../layout';
 import { consoleRouter, field, orgAuth, session, type ConsoleContext, type ConsoleDeps } from '../state';
-import { recordsTable, usageTable, type DomainView } from './domains-detail';
+import { domainTransport, recordsTable, transportForm, usageTable, type DomainView } from './domains-detail';
+import { TRANSPORTS, setTransport } from '../../core/delivery/transport';
+import type { Transport } from '../../db/entities';
 
 /** Today's use against the warm-up stage's limit (no stage: no domain cap). */
 const use = (d: DomainView) =>
@@ -76,6 +78,7 @@ export function domainRoutes(deps: ConsoleDeps) {
     const d = res.body as DomainView;
     const base = `/console/o/${a.organization.id}/domains/${d.id}`;
     const platform = session(ctx).operator.role === 'platform';
+    const transport = platform ? await domainTransport(deps, a.organization.id, d.id) : null;
     renderPage(ctx, {
       title: `Domain ${d.name}`,
       current: 'domains',
@@ -133,7 +136,8 @@ export function domainRoutes(deps: ConsoleDeps) {
                 <button type="submit">Set warm-up stage</button>
               </form>`
             : html`<p class="muted">Only a platform operator can change the warm-up stage.</p>`
-        }`,
+        }
+        ${transport ? transportForm(ctx, base, transport) : ''}`,
     });
   }
 
@@ -175,6 +179,24 @@ export function domainRoutes(deps: ConsoleDeps) {
       throw err;
     }
     seeOther(ctx, `/console/o/${a.organization.id}/domains/${found.body.id}?done=warmup_set`);
+  });
+
+  // Platform only: transport selection is no API write (spec); core's setTransport, audited.
+  router.post('/console/o/:org/domains/:id/transport', async (ctx) => {
+    const s = session(ctx);
+    if (s.operator.role !== 'platform') return refusal(ctx, 403, 'Only a platform operator can set the transport.');
+    const a = orgAuth(ctx);
+    const found = await deps.api.call(a, 'GET', `/domains/${encodeURIComponent(ctx.params.id)}`);
+    if (!found.ok) return refusal(ctx, 404, 'No such domain.');
+    const choice = field(ctx, 'transport');
+    if (choice !== 'inherit' && !TRANSPORTS.includes(choice as Transport))
+      return detail(ctx, { status: 422, message: `The transport is inherit, ${TRANSPORTS.join(' or ')}.` });
+    await setTransport(
+      deps.orm,
+      { organizationId: a.organization.id, domainId: found.body.id, transport: choice as Transport | 'inherit' },
+      `console:${s.operator.email}`,
+    );
+    seeOther(ctx, `/console/o/${a.organization.id}/domains/${found.body.id}?done=transport_set`);
   });
 
   return router;

@@ -128,7 +128,7 @@ export function messageRoutes(deps: ConsoleDeps) {
           }
           <dt>Status</dt>
           <dd>
-            ${statusBadge(m.last_event)}${m.waiting ? html` — waiting: ${m.waiting.reason}${m.waiting.until ? html` until ${when(m.waiting.until)}` : ''}` : ''}
+            ${statusBadge(m.last_event)}${m.waiting ? html` — waiting: ${m.waiting.reason}${m.waiting.until ? html` until ${when(m.waiting.until)}` : ''}${m.waiting.reply ? html` (last reply: <code>${m.waiting.reply}</code>)` : ''}` : ''}
           </dd>
           <dt>Kind / mode / source</dt>
           <dd>${m.kind ?? '—'} / ${m.mode} / ${m.source}</dd>

@@ -2,7 +2,8 @@ import { organizationLimit, utcDay } from '../../core/limits/caps';
 import { OperatorError, setPlan } from '../../core/limits/operator';
 import { createOrganizationAs, PLANS } from '../../core/console/organizations';
 import { listOrganizations } from '../../db/sql/console-overview';
-import { Organization, type Plan } from '../../db/entities';
+import { Organization, type Plan, type Transport } from '../../db/entities';
+import { setTransport, TRANSPORTS } from '../../core/delivery/transport';
 import { isUuid } from '../../db/ids';
 import { html, query, type Html } from '../html';
 import { csrfField, refusal, renderPage, when, seeOther } from '../layout';
@@ -111,7 +112,7 @@ export function organizationRoutes(deps: ConsoleDeps) {
   /** The organization of the path, as the API's authority needs it; null: none (a 404). */
   const find = async (ctx: ConsoleContext) =>
     isUuid(ctx.params.id)
-      ? await deps.orm.em.fork().findOne(Organization, { id: ctx.params.id }, { fields: ['id', 'name', 'plan'] })
+      ? await deps.orm.em.fork().findOne(Organization, { id: ctx.params.id }, { fields: ['id', 'name', 'plan', 'transport'] })
       : null;
 
   async function detail(ctx: ConsoleContext, error?: { status: number; message: string }) {
@@ -171,6 +172,19 @@ export function organizationRoutes(deps: ConsoleDeps) {
             >Postal address <textarea name="postal_address" rows="3" maxlength="500">${value('postal_address', o.postal_address)}</textarea>
           </label>
           <button type="submit">Save</button>
+        </form>
+        <h2>Transport</h2>
+        <form method="post" action="/console/organizations/${o.id}/transport" class="stack">
+          ${csrfField(ctx)}
+          <label for="transport">How live mail leaves</label>
+          <select name="transport" id="transport" aria-describedby="transport-help">
+            ${TRANSPORTS.map((t) => html`<option ${t === org.transport ? html`selected` : ''}>${t}</option>`)}
+          </select>
+          <p id="transport-help" class="muted">
+            relay: through the configured relay (SMTP_URL). direct: straight to each recipient's MX. A domain's own setting (its page)
+            overrides this. Test mode never leaves the machine.
+          </p>
+          <button type="submit">Set transport</button>
         </form>`,
     });
   }
@@ -203,6 +217,16 @@ export function organizationRoutes(deps: ConsoleDeps) {
       }
     }
     seeOther(ctx, `/console/organizations/${org.id}?done=organization_updated`);
+  });
+
+  router.post('/console/organizations/:id/transport', async (ctx) => {
+    const org = await find(ctx);
+    if (!org) return refusal(ctx, 404, 'No such organization.');
+    const transport = field(ctx, 'transport');
+    if (!TRANSPORTS.includes(transport as Transport))
+      return detail(ctx, { status: 422, message: `The transport is one of ${TRANSPORTS.join(', ')}.` });
+    await setTransport(deps.orm, { organizationId: org.id, transport: transport as Transport }, actor(ctx));
+    seeOther(ctx, `/console/organizations/${org.id}?done=transport_set`);
   });
 
   return router;

@@ -7,7 +7,7 @@ import { WARMUP_STAGES } from './caps';
  * An operator's change: audit-logged with no key (api_key_id null), naming the console's operator
  * (`console:<email>`) when it came through the console, nobody when through `svc`.
  */
-function operatorAudit(
+export function operatorAudit(
   organizationId: string,
   action: string,
   target: { type: string; id: string },

@@ -1,4 +1,5 @@
 import { EntitySchema } from '@mikro-orm/core';
+import type { Transport } from './organization';
 
 export type Stream = 'transactional' | 'bulk';
 export type DomainStatus = 'pending' | 'verified';
@@ -38,6 +39,8 @@ export class Domain {
   warmupStage: number | null = null;
   /** The UTC day the advance rule last ran for this domain (once a day). */
   warmupCheckedOn: string | null = null;
+  /** Overrides its organization's transport when set (a platform operator's choice). */
+  transport: Transport | null = null;
   verificationGeneration = 0;
   verifyingUntil: Date | null = null;
   lastCheckedAt: Date | null = null;
@@ -64,6 +67,7 @@ export const DomainSchema = new EntitySchema<Domain>({
     records: { type: 'json' },
     warmupStage: { type: 'integer', nullable: true },
     warmupCheckedOn: { type: 'string', columnType: 'date', nullable: true },
+    transport: { type: 'text', nullable: true },
     verificationGeneration: { type: 'integer' },
     verifyingUntil: { type: 'Date', columnType: 'timestamptz', nullable: true },
     lastCheckedAt: { type: 'Date', columnType: 'timestamptz', nullable: true },

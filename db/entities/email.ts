@@ -4,6 +4,8 @@ import type { Stream } from './domain';
 
 /** Which daily allowance a parked message waits for (core/limits/caps.ts). */
 export type WaitingReason = 'platform_daily_cap' | 'organization_daily_cap' | 'domain_daily_cap';
+/** Why a message a recipient's MX refused for now waits (direct delivery): its backoff, or its site's suspension. */
+export type RetryReason = 'deferred' | 'site_suspended';
 
 /**
  * A message's status, the API's `last_event` (spec, Email status), in the spec's order: the one
@@ -78,6 +80,13 @@ export class Email {
   /** Parked behind a daily cap (still `queued`): which one, and when its day turns. */
   waitingReason: WaitingReason | null = null;
   waitingUntil: Date | null = null;
+  /** Waiting for its next attempt (direct delivery; still `queued`, out of the outbox until retry_at). */
+  retryReason: RetryReason | null = null;
+  retryAt: Date | null = null;
+  /** The last reply that deferred it. */
+  lastReply: string | null = null;
+  /** How many times an MX refused it for now: its backoff step. */
+  deferrals = 0;
   sentAt: Date | null = null;
   /** The workflow that claimed it for delivery (db/sql/claim-delivery.ts). */
   claimedBy: string | null = null;
@@ -122,6 +131,10 @@ export const EmailSchema = new EntitySchema<Email>({
     reservedOn: { type: 'string', columnType: 'date', nullable: true },
     waitingReason: { type: 'text', nullable: true },
     waitingUntil: { type: 'Date', columnType: 'timestamptz', nullable: true },
+    retryReason: { type: 'text', nullable: true },
+    retryAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
+    lastReply: { type: 'text', nullable: true },
+    deferrals: { type: 'integer' },
     sentAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
     claimedBy: { type: 'text', nullable: true },
     createdAt: { type: 'Date', columnType: 'timestamptz' },

@@ -21,6 +21,7 @@ import { Migration20261207000000_scheduled_timers } from './Migration20261207000
 import { Migration20261208000000_webhook_payloads } from './Migration20261208000000_webhook_payloads';
 import { Migration20261209000000_console } from './Migration20261209000000_console';
 import { Migration20261210000000_console_overview } from './Migration20261210000000_console_overview';
+import { Migration20261211000000_direct_delivery } from './Migration20261211000000_direct_delivery';
 
 /** Listed explicitly so migrations run the same from TypeScript sources and from any bundle. */
 export const migrationsList: MigrationObject[] = [
@@ -46,4 +47,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261208000000_webhook_payloads', class: Migration20261208000000_webhook_payloads },
   { name: 'Migration20261209000000_console', class: Migration20261209000000_console },
   { name: 'Migration20261210000000_console_overview', class: Migration20261210000000_console_overview },
+  { name: 'Migration20261211000000_direct_delivery', class: Migration20261211000000_direct_delivery },
 ];

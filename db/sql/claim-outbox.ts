@@ -17,6 +17,8 @@ export interface OutboxRow {
   daily_send_cap: number | null;
   warmup_stage: number | null;
   warmup_checked_on: string | null;
+  /** Times an MX refused it for now (direct delivery): a retry's run is a new run, named apart from the first. */
+  deferrals: number;
 }
 
 /**
@@ -37,7 +39,7 @@ with c as (
    limit ?
    for update skip locked
 )
-select e.id, e.mode, e.stream, e.status, e.organization_id, e.domain_id, e.kind, e.reserved_on::text as reserved_on,
+select e.id, e.mode, e.stream, e.status, e.organization_id, e.domain_id, e.kind, e.reserved_on::text as reserved_on, e.deferrals,
        o.plan, o.daily_send_cap, d.warmup_stage, d.warmup_checked_on::text as warmup_checked_on
   from c join emails e on e.id = c.id
   join organizations o on o.id = e.organization_id

@@ -1,5 +1,5 @@
 import type { Orm } from '../orm';
-import type { EmailStatus, EventType, KeyMode, RecipientState, Stream } from '../entities';
+import type { EmailStatus, EventType, KeyMode, RecipientState, RetryReason, Stream, Transport } from '../entities';
 import { runPrepared, type PreparedStatement } from '../prepared';
 import { insertEvents } from './email-events';
 
@@ -34,17 +34,20 @@ export interface PassEmail {
   status: EmailStatus;
   message_id: string;
   created_at: Date;
+  scheduled_at: Date | null;
+  /** Times an MX refused it for now (direct delivery): its next backoff step. */
+  deferrals: number;
   has_attachments: boolean;
   /** [id, address, state] in id order. */
   recipients: [string, string, RecipientState][];
 }
 
 const READ_EMAILS: PreparedStatement = {
-  name: 'delivery_pass_read_v1',
+  name: 'delivery_pass_read_v2',
   text: `
 select e.id, e.organization_id, e.domain_id, e.from_address, e.to_addresses, e.cc_addresses, e.bcc_addresses, e.reply_to,
        e.subject, e.html, e.text, e.headers, e.kind, e.topic_id, e.track_opens, e.track_clicks, e.mode, e.stream, e.status,
-       e.message_id, e.created_at,
+       e.message_id, e.created_at, e.scheduled_at, e.deferrals,
        exists (select 1 from attachments a where a.email_id = e.id) as has_attachments,
        coalesce((select json_agg(json_build_array(r.id, r.address, r.state) order by r.id) from recipients r where r.email_id = e.id), '[]')
          as recipients
@@ -99,13 +102,15 @@ export interface PassDomain {
   tracking_host: string | null;
   organization_name: string;
   postal_address: string | null;
+  /** The domain's transport, or its organization's when the domain has none of its own. */
+  transport: Transport;
 }
 
 const READ_DOMAINS: PreparedStatement = {
-  name: 'delivery_pass_domains_v1',
+  name: 'delivery_pass_domains_v2',
   text: `
 select d.id, d.name, d.dkim_selector, d.dkim_private_key_enc, d.return_path_host, d.tracking_host,
-       o.name as organization_name, o.postal_address
+       o.name as organization_name, o.postal_address, coalesce(d.transport, o.transport) as transport
   from domains d join organizations o on o.id = d.organization_id
  where d.id = any($1::uuid[])`,
 };
@@ -128,8 +133,12 @@ export interface PassOutcomes {
     bounceType: string | null;
     detail: string | null;
   }[];
-  /** Messages the pass finished, with their status; `sent` sets sent_at once. */
-  emails: { id: string; status: EmailStatus; sent: boolean }[];
+  /**
+   * Messages the pass finished, with their status; `sent` sets sent_at once. `retry`: an MX refused
+   * some recipients for now (direct delivery): the message goes back to `queued`, out of the
+   * outbox until `at` (the release step puts it back), with why and the reply.
+   */
+  emails: { id: string; status: EmailStatus; sent: boolean; retry?: { reason: RetryReason; at: Date; reply: string } }[];
 }
 
 /**
@@ -137,7 +146,7 @@ export interface PassOutcomes {
  * deliveries their trigger adds) and message statuses commit together or not at all.
  */
 const RECORD_OUTCOMES: PreparedStatement = {
-  name: 'delivery_pass_outcomes_v2',
+  name: 'delivery_pass_outcomes_v3',
   text: `
 with rc as (
   update recipients r set state = u.state, attempts = r.attempts + u.tried, updated_at = $1
@@ -162,8 +171,12 @@ with rc as (
   )}
 ), em as (
   update emails e set status = u.status, updated_at = $1,
-         sent_at = case when u.sent then coalesce(e.sent_at, $1) else e.sent_at end
-    from unnest($11::uuid[], $12::text[], $13::boolean[]) as u(id, status, sent)
+         sent_at = case when u.sent then coalesce(e.sent_at, $1) else e.sent_at end,
+         retry_reason = u.retry_reason, retry_at = u.retry_at, last_reply = coalesce(u.last_reply, e.last_reply),
+         deferrals = e.deferrals + (u.retry_reason is not null)::int,
+         claimed_by = case when u.retry_reason is null then e.claimed_by end
+    from unnest($11::uuid[], $12::text[], $13::boolean[], $14::text[], $15::timestamptz[], $16::text[])
+         as u(id, status, sent, retry_reason, retry_at, last_reply)
    where e.id = u.id
   returning 1
 )
@@ -187,5 +200,8 @@ export async function recordPassOutcomes(orm: Orm, o: PassOutcomes): Promise<voi
     o.emails.map((e) => e.id),
     o.emails.map((e) => e.status),
     o.emails.map((e) => e.sent),
+    o.emails.map((e) => e.retry?.reason ?? null),
+    o.emails.map((e) => e.retry?.at ?? null),
+    o.emails.map((e) => e.retry?.reply ?? null),
   ]);
 }

@@ -35,7 +35,7 @@ describe('API: daily send caps (parked mail, organization usage, domain warm-up)
       return e.waiting ? e : undefined;
     }, 'the third parked');
     assert.equal(parked.last_event, 'queued');
-    assert.deepEqual(parked.waiting, { reason: 'organization_daily_cap', until: nextUtcMidnight(new Date()).toISOString() });
+    assert.deepEqual(parked.waiting, { reason: 'organization_daily_cap', until: nextUtcMidnight(new Date()).toISOString(), reply: null });
     assert.equal((await email(ids[0])).waiting, null);
 
     const org = (await t.call('GET', '/api/v1/organization', { as: 'admin' })).body;

@@ -132,6 +132,28 @@ function sample(): AllMeasured {
       pickup: { backlog: 10000, sends: 60, p50: 288, p99: 483, max: 483, bulkSent: 103 },
     },
     drain: { ...drain(1), sinkThread: drain(1.28), pickup: { backlog: 10000, sends: 60, p50: 293, p99: 681, max: 681, bulkSent: 8800 } },
+    direct: {
+      messages: 5000,
+      sites: 10,
+      inFlight: 64,
+      rounds: [1116, 1323, 1082],
+      perSecond: 1173.7,
+      seconds: 12.9,
+      accepted: 15000,
+      refused: 0,
+      firstRefusal: '',
+      ceilingConnections: 64,
+      ceilingRounds: [1689, 1516, 1866, 1840],
+      ceilingPerSecond: 1705.1,
+      perSite: Array.from({ length: 10 }, (_, i) => ({
+        domain: `site${i}.bench`,
+        messages: 1500,
+        maxConnections: 7,
+        maxPerConnection: 100,
+        connectionCap: 10,
+        perConnectionCap: 100,
+      })),
+    },
     temporal: {
       skipped: null,
       messages: 5000,
@@ -279,7 +301,7 @@ describe('Bench: the phase registry and BENCHMARKS.md', () => {
   it('BENCH_ONLY selects phases and parts in registry order, and refuses names it does not know', () => {
     assert.deepEqual(
       selectPhases(undefined).map((s) => s.phase.name),
-      ['sends', 'audience', 'webhooks', 'relay', 'caps', 'drain', 'temporal', 'soak', 'broadcast', 'automations', 'console'],
+      ['sends', 'audience', 'webhooks', 'relay', 'caps', 'drain', 'direct', 'temporal', 'soak', 'broadcast', 'automations', 'console'],
     );
     assert.deepEqual(
       selectPhases('drain,caps').map((s) => s.phase.name),

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createDomain } from '../../core/provisioning';
+import { utcDay } from '../../core/limits/caps';
+import { addTlsCounts } from '../../db/sql/mta-sts';
 import { axeViolations, describeViolations } from '../support/axe';
 import { closeBrowser, launchBrowser, type BrowserContext, type Page } from '../support/browser';
 import { newOperator, type OperatorLogin } from '../support/console';
@@ -37,6 +39,8 @@ describe('console pages in a browser: data, axe-core, keyboard', function () {
     contact: 'ann@people.example',
     segment: 'Subscribed readers',
     suppressed: 'bounced@people.example',
+    stsDomain: 'policy.example.net',
+    reply: '451 4.7.1 greylisted, try again later',
     broadcast: 'November newsletter',
     automation: 'Onboarding drip',
     event: 'signed-up',
@@ -126,6 +130,22 @@ describe('console pages in a browser: data, axe-core, keyboard', function () {
       });
       await sql(`update emails set status = 'sent', sent_at = now() - interval '5 days' where id = ?`, [r.body.id]);
     }
+    // The delivery page's rows: TLS sessions with an MTA-STS domain, and a message waiting for its retry.
+    await addTlsCounts(env.service.db.orm, [{ policy_domain: names.stsDomain, day: utcDay(new Date()), successes: 41, failures: 2 }]);
+    const later = await t.call('POST', '/api/v1/emails', {
+      body: {
+        from: `hello@${t.domain}`,
+        to: 'later@example.com',
+        subject: 'Deferred',
+        text: 'x',
+        scheduled_at: new Date(Date.now() + 86_400_000).toISOString(),
+      },
+    });
+    ids.deferred = later.body.id;
+    await sql(
+      `update emails set enqueued_at = now(), retry_reason = 'deferred', retry_at = now() + interval '5 minutes', deferrals = 1, last_reply = ? where id = ?`,
+      [names.reply, ids.deferred],
+    );
     ids.run = await waitFor(
       async () => (await admin('GET', `/api/v1/automations/${ids.automation}/runs`)).data[0]?.id,
       'the automation run',
@@ -195,6 +215,12 @@ describe('console pages in a browser: data, axe-core, keyboard', function () {
       url: () => `/console/unconfirmed?org=${t.orgId}`,
       heading: /unconfirmed/i,
       shows: () => ['silent-1@example.com', 'silent-2@example.com'],
+    },
+    {
+      name: 'delivery',
+      url: () => '/console/delivery',
+      heading: /^Delivery$/,
+      shows: () => [names.stsDomain, ids.deferred, names.reply],
     },
     { name: 'messages', url: () => org('messages'), heading: /^Messages$/, shows: () => [names.subject, 'Your trial ends soon'] },
     {

@@ -128,6 +128,29 @@ describe('console: domains', function () {
     assert.equal((await other.call('GET', `/api/v1/domains/${other.domainId}`, { as: 'admin' })).body.warmup.stage, null);
   });
 
+  it('lets a platform operator override the domain’s transport (audited, read by delivery) and refuses an organization admin', async function () {
+    const transportOf = async () =>
+      (await env.service.db.orm.em.fork().getConnection().execute(`select transport from domains where id = ?`, [t.domainId]))[0].transport;
+    assert.ok(!(await c.get(`${base}/${t.domainId}`)).html.includes(`action="${base}/${t.domainId}/transport"`));
+    assert.equal((await c.post(`${base}/${t.domainId}/transport`, { transport: 'direct' })).status, 403);
+    assert.equal(await transportOf(), null);
+
+    const page = await p.get(`${base}/${t.domainId}`);
+    assert.match(page.html, /<option value="inherit" selected>the organization's \(relay\)<\/option>/);
+    const set = await p.post(`${base}/${t.domainId}/transport`, { transport: 'direct' });
+    assert.equal(set.status, 303, alertText(set.html));
+    assert.equal(await transportOf(), 'direct');
+    const [log] = await auditOf(`console:${platform.email}`, 'domain.transport_set');
+    assert.deepEqual(log.details, { from: null, to: 'direct' });
+    assert.ok((await p.get(set.location!)).html.includes('The transport was set.'));
+
+    assert.equal((await p.post(`${base}/${t.domainId}/transport`, { transport: 'carrier-pigeon' })).status, 422);
+    assert.equal(await transportOf(), 'direct');
+    assert.equal((await p.post(`${base}/${other.domainId}/transport`, { transport: 'direct' })).status, 404);
+    assert.equal((await p.post(`${base}/${t.domainId}/transport`, { transport: 'inherit' })).status, 303);
+    assert.equal(await transportOf(), null);
+  });
+
   it('refuses an organization admin of another organization', async function () {
     const outsider = await newOperator(env, other.orgId);
     const o = new FlatConsoleClient(env.url);

@@ -80,6 +80,27 @@ describe('console: organizations', function () {
     assert.equal((await api('/audit-log')).body.data.length, audit.length, 'nothing written');
   });
 
+  it('sets how the organization’s live mail leaves (relay or direct), audited under the operator', async () => {
+    const transportOf = async () =>
+      (await env.service.db.orm.em.fork().getConnection().execute(`select transport from organizations where id = ?`, [t.orgId]))[0]
+        .transport;
+    const page = await c.get(`/console/organizations/${t.orgId}`);
+    assert.match(page.html, /<option selected>relay<\/option>/);
+    const set = await c.post(`/console/organizations/${t.orgId}/transport`, { transport: 'direct' });
+    assert.equal(set.status, 303, set.html);
+    assert.equal(set.location, `/console/organizations/${t.orgId}?done=transport_set`);
+    assert.equal(await transportOf(), 'direct');
+    assert.match((await c.get(set.location!)).html, /<option selected>direct<\/option>/);
+    const log = (await t.call('GET', '/api/v1/audit-log?action=organization.transport_set', { as: 'admin' })).body.data;
+    assert.equal(log[0].actor, `console:${platform.email}`);
+    assert.deepEqual(log[0].details, { from: 'relay', to: 'direct' });
+    const bad = await c.post(`/console/organizations/${t.orgId}/transport`, { transport: 'inherit' });
+    assert.equal(bad.status, 422, 'an organization has no transport to inherit');
+    assert.equal(await transportOf(), 'direct');
+    assert.equal((await c.post(`/console/organizations/${t.orgId}/transport`, { transport: 'relay' })).status, 303);
+    assert.equal(await transportOf(), 'relay');
+  });
+
   it('refuses an organization without a name, and an unknown one is 404', async () => {
     const before = await orgCount();
     const res = await c.post('/console/organizations', { name: '   ', plan: 'free' });
@@ -101,6 +122,7 @@ describe('console: organizations', function () {
     const before = await orgCount();
     assert.equal((await a.post('/console/organizations', { name: 'Sneaky', plan: 'standard' })).status, 403);
     assert.equal((await a.post(`/console/organizations/${t.orgId}`, { name: 'Renamed', plan: 'free', daily_send_cap: '' })).status, 403);
+    assert.equal((await a.post(`/console/organizations/${t.orgId}/transport`, { transport: 'direct' })).status, 403);
     assert.equal(await orgCount(), before);
     const org = (await t.call('GET', '/api/v1/organization', { as: 'admin' })).body;
     assert.equal(org.plan, 'standard');

@@ -12,6 +12,13 @@ export class TestDns {
   readonly mx = new Map<string, { exchange: string; priority: number }[]>();
   /** Name → CNAME target, answered to CNAME questions (no chasing: the other types at the name stay as published). */
   readonly cname = new Map<string, string>();
+  /** Name → IPv4 and IPv6 addresses (MX hosts, the A fallback, mta-sts.<domain> policy hosts). */
+  readonly a = new Map<string, string[]>();
+  readonly aaaa = new Map<string, string[]>();
+  /** Names answered SERVFAIL (a resolver failing for now). */
+  readonly servfail = new Set<string>();
+  /** Names answered NXDOMAIN (the name does not exist); others without records answer NOERROR, empty. */
+  readonly nxdomain = new Set<string>();
   private server = dns2.createServer({
     udp: true,
     tcp: true,
@@ -19,7 +26,16 @@ export class TestDns {
       const response = Packet.createResponseFromRequest(request);
       const [q] = request.questions;
       const name = q.name.toLowerCase().replace(/\.$/, '');
-      if (q.type === Packet.TYPE.TXT) {
+      if (this.servfail.has(name)) {
+        (response.header as { rcode: number }).rcode = 2;
+      } else if (this.nxdomain.has(name)) {
+        (response.header as { rcode: number }).rcode = 3;
+      } else if (q.type === Packet.TYPE.A || q.type === Packet.TYPE.AAAA) {
+        const [type, map] = q.type === Packet.TYPE.A ? [Packet.TYPE.A, this.a] : [Packet.TYPE.AAAA, this.aaaa];
+        for (const address of map.get(name) ?? []) {
+          response.answers.push({ name: q.name, type, class: Packet.CLASS.IN, ttl: 1, address } as never);
+        }
+      } else if (q.type === Packet.TYPE.TXT) {
         for (const value of this.txt.get(name) ?? []) {
           // TXT strings are at most 255 bytes each; long values (DKIM keys) go in several.
           const chunks = value.match(/.{1,255}/g) ?? [''];

@@ -6,6 +6,7 @@ import type { Plan, Stream } from '../../db/entities';
 import { newDatabase, tempDir } from './pg';
 import { SmtpSink } from './sink';
 import { TestDns } from './dns';
+import { freePort } from './child';
 import { request, type RequestOptions } from './http';
 
 export interface TestEnv {
@@ -14,6 +15,8 @@ export interface TestEnv {
   /** The DNS server the service resolves domain records with. */
   dns: TestDns;
   url: string;
+  /** SMTP_DIRECT_PORT: where direct delivery connects on an MX (peers listen on 127.0.0.x at it). */
+  directPort: number;
 }
 
 let shared: Promise<TestEnv> | undefined;
@@ -48,6 +51,7 @@ export function sharedService(): Promise<TestEnv> {
       const dns = new TestDns();
       const dnsServer = await dns.start();
       const databaseUrl = await newDatabase('svc_api');
+      const directPort = await freePort();
       const service = await startService(
         testConfig({
           databaseUrl,
@@ -56,10 +60,11 @@ export function sharedService(): Promise<TestEnv> {
           domainVerifyFirstDelaySeconds: 1,
           domainVerifyWindowHours: 30 / 3600,
           domainVerifySweepSeconds: 1,
+          direct: { ...readConfig({}).direct, port: directPort, allowPrivateMx: true, heloName: 'svc.test' },
         }),
         { log: pino({ level: process.env.TEST_LOG_LEVEL || 'silent' }) },
       );
-      return { service, sink, dns, url: service.url };
+      return { service, sink, dns, url: service.url, directPort };
     })();
   }
   return shared;

@@ -71,15 +71,16 @@ export class SmtpSink {
     });
   }
 
-  async start(): Promise<string> {
+  /** On `host` (a 127.0.0.x alias: an MX of direct delivery) and `port` (0: a free one). */
+  async start(port = 0, host = '127.0.0.1'): Promise<string> {
     // A client killed mid-transaction (the crash tests) resets its connection: that is the
     // client's fault to recover from, not the sink's, so it must not end the test process.
     this.server.on('error', (err: NodeJS.ErrnoException) => {
       if (err.code !== 'ECONNRESET' && err.code !== 'EPIPE') throw err;
     });
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', () => resolve()));
+    await new Promise<void>((resolve) => this.server.listen(port, host, () => resolve()));
     this.port = (this.server.server.address() as { port: number }).port;
-    return `smtp://127.0.0.1:${this.port}`;
+    return `smtp://${host}:${this.port}`;
   }
 
   byMessageId(messageId: string): Received[] {
