@@ -84,6 +84,9 @@ export function createDeliveryPass(deps: DeliveryDeps): DeliveryPass {
     const active: Message[] = [];
     for (const email of open) {
       if (email.status === 'sending') active.push(messageOf(email));
+      // Deferred by an earlier try of this same pass (an engine retry after the outcome committed):
+      // it waits in its row for its next attempt, which is that pass's answer.
+      else if (email.status === 'queued' && email.retry_reason !== null) done.push({ id: email.id, status: 'queued' });
       else
         done.push({
           id: email.id,
@@ -159,7 +162,11 @@ export function createDeliveryPass(deps: DeliveryDeps): DeliveryPass {
 
     async failMany(items) {
       const detailOf = new Map(items.map((i) => [i.id, i.detail]));
-      const { open, done } = await readOpen(items.map((i) => i.id));
+      const read = await readOpen(items.map((i) => i.id));
+      // Only a claimed message is failed: one back in `queued` (waiting for a retry, or never
+      // claimed) is no run's to fail.
+      const open = read.open.filter((e) => e.status === 'sending');
+      const done = [...read.done, ...read.open.filter((e) => e.status !== 'sending').map((e) => ({ id: e.id, status: e.status }))];
       const out = new Outcomes();
       const failed = open.map((email): Delivered => {
         const m = messageOf(email);

@@ -58,9 +58,12 @@ export function settleRecipients(
       if (finalDestination) out.event(email, 'delivered', r.address);
       out.set(r, finalDestination ? 'delivered' : 'sent');
     } else if (rej && rej.code !== null && rej.code >= 500) {
-      out.event(email, 'bounced', r.address, { bounceType: 'hard', detail: rej.response.slice(0, 1000) });
+      // Straight from the recipient's MX, a 5.7.x refusal is of the sender (a blocklisted address,
+      // its HELO, its authentication), not of the mailbox: a soft bounce, and the address stays usable.
+      const senderRefused = mailer.defers === true && /\b5\.7\.\d{1,3}\b/.test(rej.response);
+      out.event(email, 'bounced', r.address, { bounceType: senderRefused ? 'soft' : 'hard', detail: rej.response.slice(0, 1000) });
       out.set(r, 'bounced');
-      out.suppress.push({ organizationId: email.organization_id, address: r.address, emailId: email.id });
+      if (!senderRefused) out.suppress.push({ organizationId: email.organization_id, address: r.address, emailId: email.id });
     } else if (mailer.defers && answers.interrupted === null) {
       // Direct delivery: the message waits in its row for its next attempt (Outcomes.finish).
       out.defer(email, r, rej?.response ?? 'no answer from any MX', rej?.suspendedUntil ?? null);

@@ -160,7 +160,7 @@ function directSection(d: DirectPhaseResult): string {
 
 Rounds of ${n(d.messages)} messages of one recipient each handed straight to recipients' MX by the direct mailer (\`activities/delivery/direct-mailer.ts\`),
 round-robin over ${d.sites} loopback sites (site0.bench … site${d.sites - 1}.bench, each its own MX on its own 127.0.0.x, all on one port), found
-through a DNS server on loopback; ${d.inFlight} sends in flight at once, as the delivery pass's send gate allows; the shaping file's default
+through a DNS server on loopback; ${d.inFlight} sends in flight at once (the mailer alone: not the outbox, the delivery pass and its policy lookups); the shaping file's default
 row as each site's limits (${cap.connectionCap} connections, ${cap.perConnectionCap} messages per connection); no MTA-STS. Each MX is an SMTP server in the bench's
 process that only counts. The ceiling: one pooled nodemailer transport with as many connections (${d.ceilingConnections}) filling one such sink with
 as many messages. After a discarded round of each, ${d.rounds.length} direct rounds (each through a fresh mailer) alternate with ${d.ceilingRounds.length} ceiling

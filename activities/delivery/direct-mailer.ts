@@ -265,7 +265,14 @@ export function createDirectMailer(o: DirectOptions): Mailer {
       const raw = await compose(msg);
       const byDomain = new Map<string, string[]>();
       for (const rcpt of msg.envelope.to) byDomain.set(domainOf(rcpt), [...(byDomain.get(domainOf(rcpt)) ?? []), rcpt]);
-      const outcomes = await Promise.all([...byDomain].map(([domain, rcpts]) => toDomain(domain, rcpts, msg.envelope.from, raw)));
+      // One domain's unexpected failure must not lose what the others' MX took (their answers stand).
+      const settled = await Promise.allSettled([...byDomain].map(([domain, rcpts]) => toDomain(domain, rcpts, msg.envelope.from, raw)));
+      const outcomes = settled.map((r, i): SendOutcome => {
+        if (r.status === 'fulfilled') return r.value;
+        const [domain, rcpts] = [...byDomain][i];
+        o.log.error({ err: r.reason, domain, errorId: 'direct_domain_failed' }, 'direct delivery: a recipient domain failed unexpectedly');
+        return { accepted: [], rejected: reject(rcpts, { code: null, response: 'local error while delivering; tried again later' }) };
+      });
       return { accepted: outcomes.flatMap((x) => x.accepted), rejected: outcomes.flatMap((x) => x.rejected) };
     },
     close() {

@@ -32,6 +32,8 @@ export interface StsPoliciesDeps {
   ca?: string[];
   /** The policy hosts' HTTPS port (tests); 443 otherwise. */
   httpsPort?: number;
+  /** How long an answer is kept in the process (default MEMO_MS); tests of the lookup itself set 0. */
+  memoMs?: number;
 }
 
 /**
@@ -40,6 +42,13 @@ export interface StsPoliciesDeps {
  * message a fetch. `refresh` ignores it.
  */
 const RETRY_FAILED_FETCH_MS = 5 * 60_000;
+/**
+ * An answer is kept this long in the process: a burst to one domain pays one TXT lookup and one
+ * database read, not one per message; a forced re-check is made at most once per domain in it.
+ */
+const MEMO_MS = 60_000;
+/** Domains remembered at most (answers and failures); past it the oldest go. */
+const MEMO_DOMAINS = 10_000;
 /** Pending TLS-RPT counts are written at most this long after the first of them. */
 const FLUSH_AFTER_MS = 5_000;
 
@@ -83,7 +92,7 @@ export function createStsPolicies(deps: StsPoliciesDeps): StsPolicies {
     const policy = 'error' in text ? text : parseStsPolicy(id, text.body);
     if ('error' in policy) {
       log.warn({ domain, policyId: id, error: policy.error, keptCached: cached !== null }, 'MTA-STS policy fetch failed');
-      failed.set(domain, { id, until: at.getTime() + RETRY_FAILED_FETCH_MS });
+      remember(failed, domain, { id, until: at.getTime() + RETRY_FAILED_FETCH_MS });
       await recordPolicyError(orm, { domain, error: policy.error, at }).catch((err) =>
         log.error({ err, domain }, 'could not record the MTA-STS fetch error'),
       );
@@ -112,13 +121,30 @@ export function createStsPolicies(deps: StsPoliciesDeps): StsPolicies {
     return fetchAndStore(domain, id, cached);
   }
 
-  /** Concurrent attempts to one domain share one lookup and fetch. */
+  const memo = new Map<string, { policy: StsPolicy | null; at: number; refreshedAt: number }>();
+  const remember = <V>(map: Map<string, V>, key: string, value: V) => {
+    map.delete(key);
+    if (map.size >= MEMO_DOMAINS) map.delete(map.keys().next().value!);
+    map.set(key, value);
+  };
+
+  /** Concurrent attempts to one domain share one lookup and fetch; answers are kept MEMO_MS. */
   function once(domain: string, force: boolean): Promise<StsPolicy | null> {
     const d = normalize(domain);
+    const now = clock.now().getTime();
+    const m = memo.get(d);
+    const keep = deps.memoMs ?? MEMO_MS;
+    if (m && (force ? now - m.refreshedAt < keep : now - m.at < keep)) return Promise.resolve(m.policy);
     const key = `${force ? 'refresh' : 'policy'}:${d}`;
     let p = inflight.get(key);
     if (!p) {
-      p = resolve(d, force).finally(() => inflight.delete(key));
+      p = resolve(d, force)
+        .then((policy) => {
+          const at = clock.now().getTime();
+          remember(memo, d, { policy, at, refreshedAt: force ? at : (memo.get(d)?.refreshedAt ?? 0) });
+          return policy;
+        })
+        .finally(() => inflight.delete(key));
       inflight.set(key, p);
     }
     return p;

@@ -22,6 +22,14 @@ const MINUTE_MS = 60_000;
 export const IDLE_MS = 5_000;
 // Longest sleep while a message waits for room in the minute: a test's stepped clock is re-read this often.
 const RATE_POLL_MS = 1_000;
+/**
+ * Longest a message waits in memory for room at a site (the minute's rate or a connection): past
+ * it, the host counts as unreachable for now and the message is deferred to wait in its row, so a
+ * pass never outlives its activity's time limit (and is never run twice while still sending).
+ */
+export const MAX_WAIT_MS = 60_000;
+
+const busy = (why: string): SessionError => Object.assign(new Error(`site busy: ${why} within ${MAX_WAIT_MS / 1000} s`), { code: 'EBUSY' });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -68,11 +76,14 @@ export class SitePool {
    * connection to one of them, or a new one to the first.
    */
   async run(targets: SessionTarget[], o: SessionOptions, envelope: { from: string; to: string[] }, raw: Buffer): Promise<Attempt> {
-    const held = await this.admit();
+    const deadline = Date.now() + MAX_WAIT_MS;
+    const held = await this.admit(deadline);
+    if (held === 'late') return { target: targets[0], unreachable: busy('no room in its rate') };
     if (held) return { suspended: held };
     const keys = targets.map((t) => Session.keyOf(t));
     for (let retried = false; ; retried = true) {
-      const grant = await this.acquire(keys);
+      const grant = await this.acquire(keys, deadline);
+      if ('late' in grant) return { target: targets[0], unreachable: busy('no free connection') };
       if ('suspended' in grant) return grant;
       let session: Session;
       let fresh: Session | null = null;
@@ -115,10 +126,11 @@ export class SitePool {
   }
 
   /** Room in the sliding minute, or the suspension that began while waiting for it. */
-  private async admit(): Promise<Suspension | null> {
+  private async admit(deadline: number): Promise<Suspension | null | 'late'> {
     for (;;) {
       const held = this.suspendedNow();
       if (held) return held;
+      if (Date.now() > deadline) return 'late';
       const now = this.clock.now().getTime();
       while (this.window.length > 0 && this.window[0] <= now - MINUTE_MS) this.window.shift();
       if (this.window.length < this.limits.perMinute) {
@@ -129,9 +141,28 @@ export class SitePool {
     }
   }
 
-  private acquire(keys: string[]): Promise<Grant> {
-    return new Promise((grant) => {
-      this.waiters.push({ keys, grant });
+  private acquire(keys: string[], deadline: number): Promise<Grant | { late: true }> {
+    return new Promise((resolve) => {
+      const waiter = {
+        keys,
+        grant: (g: Grant) => {
+          clearTimeout(timer);
+          resolve(g);
+        },
+      };
+      // Still waiting at the deadline: leaves the queue unserved (pump hands out synchronously, so it never holds a grant).
+      const timer = setTimeout(
+        () => {
+          const i = this.waiters.indexOf(waiter);
+          if (i >= 0) {
+            this.waiters.splice(i, 1);
+            resolve({ late: true });
+          }
+        },
+        Math.max(deadline - Date.now(), 0),
+      );
+      timer.unref();
+      this.waiters.push(waiter);
       this.pump();
     });
   }

@@ -37,6 +37,8 @@ export interface PassEmail {
   scheduled_at: Date | null;
   /** Times an MX refused it for now (direct delivery): its next backoff step. */
   deferrals: number;
+  /** Set while it waits for its next direct-delivery attempt (back in `queued`, unclaimed). */
+  retry_reason: string | null;
   has_attachments: boolean;
   /** [id, address, state] in id order. */
   recipients: [string, string, RecipientState][];
@@ -47,7 +49,7 @@ const READ_EMAILS: PreparedStatement = {
   text: `
 select e.id, e.organization_id, e.domain_id, e.from_address, e.to_addresses, e.cc_addresses, e.bcc_addresses, e.reply_to,
        e.subject, e.html, e.text, e.headers, e.kind, e.topic_id, e.track_opens, e.track_clicks, e.mode, e.stream, e.status,
-       e.message_id, e.created_at, e.scheduled_at, e.deferrals,
+       e.message_id, e.created_at, e.scheduled_at, e.deferrals, e.retry_reason,
        exists (select 1 from attachments a where a.email_id = e.id) as has_attachments,
        coalesce((select json_agg(json_build_array(r.id, r.address, r.state) order by r.id) from recipients r where r.email_id = e.id), '[]')
          as recipients
@@ -177,7 +179,9 @@ with rc as (
          claimed_by = case when u.retry_reason is null then e.claimed_by end
     from unnest($11::uuid[], $12::text[], $13::boolean[], $14::text[], $15::timestamptz[], $16::text[])
          as u(id, status, sent, retry_reason, retry_at, last_reply)
-   where e.id = u.id
+   -- Back to queued only from sending: an engine's second try of a pass that deferred it cannot
+   -- move it again once a new run has claimed it.
+   where e.id = u.id and (u.retry_reason is null or e.status = 'sending')
   returning 1
 )
 select (select count(*) from rc)::int as recipients, (select count(*) from ev)::int as events,

@@ -60,8 +60,9 @@ export async function ensureCounters(
  * Reserves a whole chunk of claimed messages in one statement, where it used to take one per
  * message: at hundreds of messages a second those round trips were most of the outbox's cost.
  *
- * The outcome is that of reserving each message in turn. A message counts its recipients (those
- * suppressed at acceptance do not); one no longer queued, or already stamped `reserved_on` today
+ * The outcome is that of reserving each message in turn. A message counts its recipients still to
+ * deliver (not those suppressed at acceptance, nor, on a direct-delivery retry, those delivered
+ * before it was deferred); one no longer queued, or already stamped `reserved_on` today
  * (a pass that crashed after reserving), takes nothing and locks nothing. The others are walked
  * in lock order (by organization and domain, each group in the given order) against running
  * totals, because whether a message fits depends on which earlier ones did (a later, smaller
@@ -98,7 +99,7 @@ with recursive p as (
 ), input as (
   select x.* from jsonb_to_recordset(?::jsonb) as x(ord int, id uuid, org uuid, dom uuid, ol int, dl int, stage int)
 ), todo as (
-  select i.*, (select count(*)::int from recipients x where x.email_id = i.id and x.state <> 'suppressed') as n
+  select i.*, (select count(*)::int from recipients x where x.email_id = i.id and x.state in ('pending', 'in_flight')) as n
     from input i join emails e on e.id = i.id, p
    where e.status = 'queued' and e.reserved_on is distinct from p.day
 ), scopes as (

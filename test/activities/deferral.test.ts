@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import assert from 'node:assert/strict';
 import pino from 'pino';
 import { openOrm, migrate, type Orm } from '../../db/orm';
-import { Email, EmailEvent, Recipient } from '../../db/entities';
+import { Email, EmailEvent, Recipient, Suppression } from '../../db/entities';
 import { createActivities, type Activities } from '../../activities';
 import type { Mailer, OutgoingMessage, RecipientRejection, SendOutcome } from '../../activities/mailer';
 import { createDnsResolver } from '../../core/domains/dns';
@@ -188,5 +188,36 @@ describe('Activities: direct delivery deferrals (backoff, suspension, maximum ag
     assert.equal(e.retryReason, null);
     const failed = await orm.em.fork().findOneOrFail(EmailEvent, { emailId: id, type: 'failed' });
     assert.match(failed.detail ?? '', /gave up after 2 h.*452 4\.2\.2 mailbox full/);
+  });
+
+  it('a pass run again after its deferral committed (an engine retry) answers queued, and failing it changes nothing', async () => {
+    const id = await store(['again@far.example']);
+    direct.refuse.set('again@far.example', { code: 451, response: '451 later' });
+    await attempt(id, 'run-r');
+    direct.sent = [];
+    assert.deepEqual(await acts.deliverBatch([id]), { retry: [], failed: [] });
+    await acts.failBatch([{ id, detail: 'retries ran out' }]);
+    const e = await row(id);
+    assert.equal(e.status, 'queued');
+    assert.equal(e.retryReason, 'deferred');
+    assert.deepEqual(await states(id), ['again@far.example:pending']);
+    assert.deepEqual(direct.sent, [], 'nothing handed over again');
+  });
+
+  it('a 5.7.x refusal from the MX is of the sender: a soft bounce, and the address is not suppressed', async () => {
+    const id = await store(['blocked@far.example', 'gone@far.example']);
+    direct.refuse.set('blocked@far.example', { code: 550, response: '550 5.7.1 Service unavailable; client host blocked' });
+    direct.refuse.set('gone@far.example', { code: 550, response: '550 5.1.1 no such user' });
+    await attempt(id, 'run-b57');
+    const bounces = await orm.em.fork().find(EmailEvent, { emailId: id, type: 'bounced' }, { orderBy: { recipient: 'asc' } });
+    assert.deepEqual(
+      bounces.map((b) => `${b.recipient}:${b.bounceType}`),
+      ['blocked@far.example:soft', 'gone@far.example:hard'],
+    );
+    const listed = await orm.em.fork().find(Suppression, { email: { $in: ['blocked@far.example', 'gone@far.example'] } });
+    assert.deepEqual(
+      listed.map((r) => r.email),
+      ['gone@far.example'],
+    );
   });
 });

@@ -61,8 +61,10 @@ describe('activities/delivery/mta-sts-source: MTA-STS policies (RFC 8461) fetche
     await orm.close();
   });
 
-  function source(over: { allowPrivate?: boolean; ca?: string[] } = {}): StsPolicies {
+  function source(over: { allowPrivate?: boolean; ca?: string[]; memoMs?: number } = {}): StsPolicies {
     return createStsPolicies({
+      // Each lookup goes to DNS and the database here; the in-process memo has its own test below.
+      memoMs: over.memoMs ?? 0,
       orm,
       dns: resolver,
       clock,
@@ -282,5 +284,19 @@ describe('activities/delivery/mta-sts-source: MTA-STS policies (RFC 8461) fetche
       assert.deepEqual(await listTlsCounts(orm, { from: '2031-04-11', to: '2031-04-30', limit: 10 }), [rows[0]]);
       assert.equal((await listTlsCounts(orm, { from: '2031-04-10', to: '2031-04-11', limit: 2 })).length, 2);
     });
+  });
+
+  it('keeps an answer in the process for a minute: a burst to one domain looks it up once, a re-check at most once', async () => {
+    const d = await publish('m1', policyText('enforce', ['mx.example.net'], 86400));
+    const s = source({ memoMs: 60_000 });
+    assert.equal((await s.policyFor(d))?.id, 'm1');
+    dns.txt.set(`_mta-sts.${d}`, ['v=STSv1; id=m2']);
+    served.set(`mta-sts.${d}`, { status: 200, body: policyText('enforce', ['mx2.example.net'], 86400) });
+    assert.equal((await s.policyFor(d))?.id, 'm1', 'within the minute: the kept answer');
+    assert.equal((await s.refresh(d))?.id, 'm2', 'a re-check looks again');
+    assert.equal((await s.refresh(d))?.id, 'm2');
+    assert.equal(hitsOf(d), 2, 'one fetch each: the first lookup and the one re-check');
+    advance(60);
+    assert.equal((await s.policyFor(d))?.id, 'm2');
   });
 });

@@ -117,8 +117,16 @@ describe("db/sql/delivery-pass: a pass's reads, its in-flight mark, and its outc
         tracking_host: 't.example.test',
         organization_name: 'Pass Org',
         postal_address: '1 Main St',
+        transport: 'relay',
       });
       assert.deepEqual(await readPassDomains(orm, [randomUUID()]), []);
+      // The organization's transport, unless the domain has its own.
+      await sql(orm, `update organizations set transport = 'direct' where id = $1`, [org.id]);
+      assert.equal((await readPassDomains(orm, [domain.id]))[0].transport, 'direct');
+      await sql(orm, `update domains set transport = 'relay' where id = $1`, [domain.id]);
+      assert.equal((await readPassDomains(orm, [domain.id]))[0].transport, 'relay');
+      await sql(orm, `update domains set transport = null where id = $1`, [domain.id]);
+      await sql(orm, `update organizations set transport = 'relay' where id = $1`, [org.id]);
     });
   });
 
@@ -180,6 +188,28 @@ describe("db/sql/delivery-pass: a pass's reads, its in-flight mark, and its outc
       await recordPassOutcomes(orm, { at: later, recipients: [], events: [], emails: [{ id: e.id, status: 'delivered', sent: true }] });
       [row] = await sql(orm, 'select status, sent_at from emails where id = $1', [e.id]);
       assert.deepEqual([row.status, ms(row.sent_at)], ['delivered', at.getTime()], 'sent_at keeps the first time');
+    });
+
+    it('a deferral moves a sending message back to queued with its retry, and only a sending one', async () => {
+      const e = await insertEmail(orm, owner, { status: 'sending' });
+      const retryAt = new Date(at.getTime() + 300_000);
+      const retry = { reason: 'deferred' as const, at: retryAt, reply: '451 later' };
+      await recordPassOutcomes(orm, { at, recipients: [], events: [], emails: [{ id: e.id, status: 'queued', sent: false, retry }] });
+      let [row] = await sql(orm, 'select status, retry_reason, retry_at, last_reply, deferrals, claimed_by from emails where id = $1', [
+        e.id,
+      ]);
+      assert.deepEqual(
+        [row.status, row.retry_reason, ms(row.retry_at), row.last_reply, row.deferrals, row.claimed_by],
+        ['queued', 'deferred', retryAt.getTime(), '451 later', 1, null],
+      );
+      // Claimed again by a new run meanwhile: a late second write of the old deferral changes nothing.
+      await sql(orm, `update emails set status = 'sending', retry_reason = null, retry_at = null, claimed_by = 'run-2' where id = $1`, [
+        e.id,
+      ]);
+      await sql(orm, `update emails set status = 'delivered' where id = $1`, [e.id]);
+      await recordPassOutcomes(orm, { at, recipients: [], events: [], emails: [{ id: e.id, status: 'queued', sent: false, retry }] });
+      [row] = await sql(orm, 'select status, retry_reason, deferrals from emails where id = $1', [e.id]);
+      assert.deepEqual([row.status, row.retry_reason, row.deferrals], ['delivered', null, 1]);
     });
 
     it('all or nothing: one bad event rolls back the recipient states and statuses of the whole pass', async () => {
