@@ -5,6 +5,7 @@ import type { WebhookDeliveryActivities } from '../workflows/webhook-delivery';
 import type { WebhookFirstAttemptsActivities } from '../workflows/webhook-first-attempts';
 import type { BroadcastActivities } from '../workflows/broadcast';
 import type { AutomationRunActivities } from '../workflows/automation-run';
+import type { DkimRotationActivities } from '../workflows/dkim-rotation';
 import type { DnsResolver } from '../core/domains/dns';
 import { createDeliveryPass, type DeliveryDeps } from './delivery-pass';
 import { createSendEmailActivities } from './send-email';
@@ -13,6 +14,7 @@ import { createDomainVerificationActivities } from './domain-verification';
 import { createWebhookDeliveryActivities, type WebhookDeliveryDeps } from './webhook-delivery';
 import { createBroadcastActivities, type BroadcastDeps } from './broadcast';
 import { createAutomationRunActivities } from './automation-run';
+import { createDkimRotationActivities } from './dkim-rotation';
 
 /** Every activity of every workflow in workflows/index.ts. A new workflow adds its contract here. */
 export type Activities = SendEmailActivities &
@@ -21,7 +23,8 @@ export type Activities = SendEmailActivities &
   WebhookDeliveryActivities &
   WebhookFirstAttemptsActivities &
   BroadcastActivities &
-  AutomationRunActivities;
+  AutomationRunActivities &
+  DkimRotationActivities;
 export type ActivityDeps = DeliveryDeps & WebhookDeliveryDeps & BroadcastDeps & { dns: DnsResolver };
 
 /** Every activity the workflows call, built from narrow dependencies. */
@@ -35,5 +38,6 @@ export function createActivities(deps: ActivityDeps): Activities {
     ...createWebhookDeliveryActivities(deps),
     ...createBroadcastActivities(deps),
     ...createAutomationRunActivities(deps),
+    ...createDkimRotationActivities(deps),
   };
 }

@@ -29,6 +29,7 @@ import type { CapsSettings } from '../core/limits/usage';
 import type { RecipientLinks } from '../core/recipient-links';
 import { unsubscribeRoutes } from './public/unsubscribe';
 import { trackingRoutes } from './public/tracking';
+import { mtaStsRoutes } from './public/mta-sts';
 import { consoleMiddleware } from '../console/routes';
 import { openApiRoutes } from './openapi/routes';
 import { docsRoutes } from './openapi/docs';
@@ -83,7 +84,7 @@ export function createApp(deps: AppDeps): Koa<ApiState> {
   });
   app.use(root.routes());
   // Recipients' links: no API key, the signed token in the path is the authority.
-  const recipients = [unsubscribeRoutes(deps), trackingRoutes(deps)];
+  const recipients = [unsubscribeRoutes(deps), trackingRoutes(deps), mtaStsRoutes(deps)];
   for (const r of recipients) app.use(r.routes());
   if (deps.inbox) app.use(inboxRoutes(deps.inbox, deps.inboxAdminOnly ? { adminOnly: deps.orm } : {}).routes());
   // The OpenAPI document and its reference page: no API key, so before authMiddleware.

@@ -62,7 +62,16 @@ const NOTICES: Record<string, string> = {
   totp_disabled: 'Two-factor sign-in is off.',
   warmup_set: 'The warm-up stage was set.',
   transport_set: 'The transport was set.',
+  internal_set: 'The organization’s internal flag was set.',
+  cloudflare_attached: 'The Cloudflare token was checked and attached; it is stored sealed and not shown again.',
+  cloudflare_detached: 'The Cloudflare token was detached.',
+  dns_published: 'The records were published to Cloudflare; each shows pending until DNS answers it.',
+  dns_checked: 'The published records were looked up in DNS again.',
+  mta_sts_mode_set: 'The MTA-STS mode was changed: publish the new _mta-sts record below so senders fetch the policy again.',
+  mta_sts_mode_unchanged: 'The MTA-STS policy already had that mode; nothing changed.',
   unconfirmed_closed: 'The selected messages still at sent were closed as unconfirmed.',
+  dkim_rotation_started: 'DKIM rotation started: publish the record of the new key below; signing switches once DNS serves it.',
+  dkim_rotation_canceled: 'The DKIM rotation was canceled; signing is unchanged.',
 };
 
 export interface PageOptions {

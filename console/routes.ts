@@ -20,6 +20,9 @@ import { suppressionRoutes } from './pages/suppressions';
 import { broadcastRoutes } from './pages/broadcasts';
 import { auditRoutes } from './pages/audit';
 import { deliveryRoutes } from './pages/delivery';
+import { dkimRoutes } from './pages/domain-dkim';
+import { mtaStsRoutes } from './pages/domain-mta-sts';
+import { dnsPublishRoutes } from './pages/domain-dns-publish';
 
 /** The console's two files, read once: served from 'self' so the policy needs no inline script or style. */
 function assetRoutes(): Router<ConsoleState> {
@@ -70,6 +73,9 @@ export function consoleMiddleware(deps: ConsoleDeps): Koa.Middleware {
     suppressionRoutes(deps),
     broadcastRoutes(deps),
     auditRoutes(deps),
+    dkimRoutes(deps),
+    mtaStsRoutes(deps),
+    dnsPublishRoutes(deps),
   ]);
   const inOrg = /^\/console\/o\/([^/]+)(\/|$)/;
   const scope = orgScope(deps);

@@ -7,6 +7,10 @@ import type { Orm } from '../db/orm';
 import type { CapsSettings } from '../core/limits/usage';
 import type { RunSignals } from '../core/emails/unconfirmed';
 import type { ConsoleApi } from './api';
+import type { DnsResolver } from '../core/domains/dns';
+import type { CloudflareSettings } from '../core/dns-publish/cloudflare';
+import type { Engine } from '../worker/engine';
+import type { DkimRotationConfig } from '../core/domains/dkim-keys';
 
 /** What the console's middleware leaves for its pages. */
 export interface ConsoleState {
@@ -35,7 +39,11 @@ export interface ConsoleDeps {
   /** The daily caps, as GET /organization shows them (the overview's usage against caps). */
   caps: CapsSettings;
   /** The engine, to tell a Temporal run waiting at `sent` that its message was closed as unconfirmed. */
-  engine: RunSignals;
+  engine: RunSignals & Pick<Engine, 'start'>;
+  /** Publishing DNS records to Cloudflare: the resolvers each write is checked with, the API's base; absent: no publishing. */
+  dnsPublish?: { dns: DnsResolver; cloudflare: CloudflareSettings };
+  /** DkimRotation's timing (DKIM_* settings); absent: the defaults. */
+  dkimRotation?: DkimRotationConfig;
 }
 
 export function consoleRouter(): Router<ConsoleState> {

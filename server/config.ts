@@ -41,6 +41,8 @@ export interface Config {
   publicUrl: string | undefined;
   /** DNS_SERVERS: resolvers for domain verification (`host` or `host:port`, comma-separated); unset: the system's. */
   dnsServers: string[] | undefined;
+  /** CLOUDFLARE_API_BASE_URL: the Cloudflare API publishing calls (tests only: a local one); unset: Cloudflare's. */
+  cloudflareApiBaseUrl: string | undefined;
   /** SECRETS_KEY: base64 of 32 bytes encrypting DKIM private keys; unset: generated in DATA_DIR/secrets.key. */
   secretsKey: string | undefined;
   /** PLATFORM_MAIL_DOMAIN: the service's own mail domain; return-path records point at feedback-smtp.<it> (MX) and _spf.<it> (SPF). */
@@ -51,6 +53,8 @@ export interface Config {
   domainVerifyWindowHours: number;
   /** DOMAIN_VERIFY_SWEEP_SECONDS: how often pending domains get their verification loop (re)started if it is not running. */
   domainVerifySweepSeconds: number;
+  /** DKIM_CHECK_INTERVAL_SECONDS / DKIM_MIN_SPREAD_SECONDS / DKIM_RETIRING_HOURS / DKIM_ROTATION_WINDOW_HOURS: DkimRotation's timing (docs/domains.md). */
+  dkimRotation: { checkIntervalSeconds: number; minSpreadSeconds: number; retiringHours: number; windowHours: number };
   /** WORKER_ID: this process's executor id on the embedded engine; unset: one kept in DATA_DIR/worker-id.<host>. */
   workerId: string | undefined;
   /** WORKER_DEAD_AFTER_SECONDS: a process whose heartbeat is this old is dead, and its unfinished work is taken over. */
@@ -159,10 +163,17 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
           .filter(Boolean)
       : undefined,
     secretsKey: env.SECRETS_KEY || undefined,
+    cloudflareApiBaseUrl: env.CLOUDFLARE_API_BASE_URL || undefined,
     platformMailDomain: env.PLATFORM_MAIL_DOMAIN || 'mail.svc.test',
     domainVerifyFirstDelaySeconds: int('DOMAIN_VERIFY_FIRST_DELAY_SECONDS', 60, env),
     domainVerifyWindowHours: int('DOMAIN_VERIFY_WINDOW_HOURS', 72, env),
     domainVerifySweepSeconds: int('DOMAIN_VERIFY_SWEEP_SECONDS', 60, env),
+    dkimRotation: {
+      checkIntervalSeconds: int('DKIM_CHECK_INTERVAL_SECONDS', 120, env),
+      minSpreadSeconds: int('DKIM_MIN_SPREAD_SECONDS', 300, env),
+      retiringHours: int('DKIM_RETIRING_HOURS', 168, env),
+      windowHours: int('DKIM_ROTATION_WINDOW_HOURS', 336, env),
+    },
     workerId: workerId(env.WORKER_ID),
     workerDeadAfterSeconds: atLeast('WORKER_DEAD_AFTER_SECONDS', int('WORKER_DEAD_AFTER_SECONDS', 60, env), 2),
     engineRetentionHours: int('ENGINE_RETENTION_HOURS', 24, env),

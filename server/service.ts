@@ -30,6 +30,7 @@ import { EngineRetention } from '../worker/engine-retention';
 import { WebhookDispatcher } from '../worker/webhook-dispatcher';
 import { InboundProcessor } from '../worker/inbound-processor';
 import { createApp } from '../api/app';
+import { consoleSettings } from './console-settings';
 
 export interface Service {
   url: string;
@@ -205,9 +206,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       webhooks: { secrets: identity.secrets, policy: webhookOptions, dispatch: () => dispatcher.kick() },
       console: {
         secrets: identity.secrets,
-        policy: { idleMs: config.consoleIdleMinutes * 60_000, absoluteMs: config.consoleMaxHours * 3_600_000 },
-        secureCookies: (config.publicUrl ?? '').startsWith('https:'),
-        publicBase: linkBaseUrl(config, httpPort.port),
+        ...consoleSettings(config, httpPort.port),
+        dnsPublish: { dns, cloudflare: { baseURL: config.cloudflareApiBaseUrl } },
       },
     });
     // Its stop closes the port: requests end before the loops behind them stop.

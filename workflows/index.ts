@@ -6,8 +6,9 @@ import { webhookDelivery } from './webhook-delivery';
 import { webhookFirstAttempts } from './webhook-first-attempts';
 import { broadcastFanOut } from './broadcast';
 import { automationRun } from './automation-run';
+import { dkimRotation } from './dkim-rotation';
 
-export { sendEmail, sendBatch, domainVerification, webhookDelivery, webhookFirstAttempts, broadcastFanOut, automationRun };
+export { sendEmail, sendBatch, domainVerification, webhookDelivery, webhookFirstAttempts, broadcastFanOut, automationRun, dkimRotation };
 
 /** Every workflow, as the engines register them. A new workflow adds one line here (and one in temporal/index.ts). */
 export const WORKFLOWS: readonly AnyWorkflowDef[] = [
@@ -18,4 +19,5 @@ export const WORKFLOWS: readonly AnyWorkflowDef[] = [
   webhookFirstAttempts,
   broadcastFanOut,
   automationRun,
+  dkimRotation,
 ];

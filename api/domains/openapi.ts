@@ -13,7 +13,10 @@ export const schemas: Record<string, JsonSchema> = {
     type: 'object',
     description: 'A DNS record to publish, and what the last check saw at its name.',
     properties: {
-      purpose: { type: 'string', enum: ['dkim', 'return_path_mx', 'return_path_spf', 'dmarc', 'tracking'] },
+      purpose: {
+        type: 'string',
+        enum: ['dkim', 'return_path_mx', 'return_path_spf', 'dmarc', 'tracking', 'mta_sts_host', 'mta_sts', 'tls_rpt'],
+      },
       type: { type: 'string', enum: ['TXT', 'MX', 'CNAME'] },
       name: { type: 'string' },
       value: { type: 'string', description: 'What to publish.' },

@@ -5,6 +5,9 @@ import { csrfField, refusal, renderPage, when, seeOther } from '../layout';
 import { consoleRouter, field, orgAuth, session, type ConsoleContext, type ConsoleDeps } from '../state';
 import { domainTransport, recordsTable, transportForm, usageTable, type DomainView } from './domains-detail';
 import { TRANSPORTS, setTransport } from '../../core/delivery/transport';
+import { dkimSection } from './domain-dkim';
+import { mtaStsSection } from './domain-mta-sts';
+import { dnsPublishSection } from './domain-dns-publish';
 import type { Transport } from '../../db/entities';
 
 /** Today's use against the warm-up stage's limit (no stage: no domain cap). */
@@ -78,7 +81,13 @@ export function domainRoutes(deps: ConsoleDeps) {
     const d = res.body as DomainView;
     const base = `/console/o/${a.organization.id}/domains/${d.id}`;
     const platform = session(ctx).operator.role === 'platform';
-    const transport = platform ? await domainTransport(deps, a.organization.id, d.id) : null;
+    const [transport, ...ops] = await Promise.all([
+      platform ? domainTransport(deps, a.organization.id, d.id) : null,
+      // Domain operations (issue 41), each its own file: DKIM rotation, MTA-STS hosting, DNS publishing.
+      dkimSection(ctx, deps, d, platform),
+      mtaStsSection(ctx, deps, d, platform),
+      dnsPublishSection(ctx, deps, d, platform),
+    ]);
     renderPage(ctx, {
       title: `Domain ${d.name}`,
       current: 'domains',
@@ -137,7 +146,7 @@ export function domainRoutes(deps: ConsoleDeps) {
               </form>`
             : html`<p class="muted">Only a platform operator can change the warm-up stage.</p>`
         }
-        ${transport ? transportForm(ctx, base, transport) : ''}`,
+        ${transport ? transportForm(ctx, base, transport) : ''} ${ops}`,
     });
   }
 

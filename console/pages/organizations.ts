@@ -9,6 +9,7 @@ import { html, query, type Html } from '../html';
 import { csrfField, refusal, renderPage, when, seeOther } from '../layout';
 import { consoleRouter, field, session, type ConsoleContext, type ConsoleDeps } from '../state';
 import { operatorAuth } from '../api';
+import { cloudflareOrgRoutes, cloudflareOrgSection } from './organization-cloudflare';
 
 const PAGE = 50;
 
@@ -121,6 +122,7 @@ export function organizationRoutes(deps: ConsoleDeps) {
     const res = await deps.api.call(operatorAuth(org, session(ctx).operator), 'GET', '/organization');
     if (!res.ok) return refusal(ctx, 404, 'No such organization.');
     const o = res.body;
+    const cloudflare = await cloudflareOrgSection(ctx, deps, org.id);
     // After a refused edit the form shows what was posted, so nothing typed is lost.
     const posted = error ? (name: string) => field(ctx, name) : null;
     const value = (name: string, current: unknown) =>
@@ -185,7 +187,8 @@ export function organizationRoutes(deps: ConsoleDeps) {
             overrides this. Test mode never leaves the machine.
           </p>
           <button type="submit">Set transport</button>
-        </form>`,
+        </form>
+        ${cloudflare}`,
     });
   }
 
@@ -228,6 +231,9 @@ export function organizationRoutes(deps: ConsoleDeps) {
     await setTransport(deps.orm, { organizationId: org.id, transport: transport as Transport }, actor(ctx));
     seeOther(ctx, `/console/organizations/${org.id}?done=transport_set`);
   });
+
+  // The internal flag and the Cloudflare token (issue 41): console/pages/organization-cloudflare.ts.
+  cloudflareOrgRoutes(router, deps, find);
 
   return router;
 }

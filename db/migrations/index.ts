@@ -22,6 +22,9 @@ import { Migration20261208000000_webhook_payloads } from './Migration20261208000
 import { Migration20261209000000_console } from './Migration20261209000000_console';
 import { Migration20261210000000_console_overview } from './Migration20261210000000_console_overview';
 import { Migration20261211000000_direct_delivery } from './Migration20261211000000_direct_delivery';
+import { Migration20261212000000_dkim_keys } from './Migration20261212000000_dkim_keys';
+import { Migration20261213000000_mta_sts_hosting } from './Migration20261213000000_mta_sts_hosting';
+import { Migration20261214000000_cloudflare } from './Migration20261214000000_cloudflare';
 
 /** Listed explicitly so migrations run the same from TypeScript sources and from any bundle. */
 export const migrationsList: MigrationObject[] = [
@@ -48,4 +51,7 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261209000000_console', class: Migration20261209000000_console },
   { name: 'Migration20261210000000_console_overview', class: Migration20261210000000_console_overview },
   { name: 'Migration20261211000000_direct_delivery', class: Migration20261211000000_direct_delivery },
+  { name: 'Migration20261212000000_dkim_keys', class: Migration20261212000000_dkim_keys },
+  { name: 'Migration20261213000000_mta_sts_hosting', class: Migration20261213000000_mta_sts_hosting },
+  { name: 'Migration20261214000000_cloudflare', class: Migration20261214000000_cloudflare },
 ];

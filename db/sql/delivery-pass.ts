@@ -109,11 +109,18 @@ export interface PassDomain {
 }
 
 const READ_DOMAINS: PreparedStatement = {
-  name: 'delivery_pass_domains_v2',
+  name: 'delivery_pass_domains_v3',
+  // The signing key is the domain's active key in dkim_keys (issue 41); a domain given its key on
+  // its row alone (no key rows yet) signs with that one.
   text: `
-select d.id, d.name, d.dkim_selector, d.dkim_private_key_enc, d.return_path_host, d.tracking_host,
+select d.id, d.name, coalesce(k.selector, d.dkim_selector) as dkim_selector,
+       case when k.id is not null then k.private_key_enc else d.dkim_private_key_enc end as dkim_private_key_enc,
+       d.return_path_host, d.tracking_host,
        o.name as organization_name, o.postal_address, coalesce(d.transport, o.transport) as transport
   from domains d join organizations o on o.id = d.organization_id
+  left join lateral (
+    select id, selector, private_key_enc from dkim_keys
+     where domain_id = d.id and state = 'active' order by activated_at desc nulls last limit 1) k on true
  where d.id = any($1::uuid[])`,
 };
 

@@ -7,6 +7,9 @@ import { inboxApp } from '../support/inbox-app';
 import { WebhookReceiver } from '../support/webhook-receiver';
 import { waitFor } from '../support/wait';
 import { declaredRoutes } from '../support/api-routes';
+import { createSecrets } from '../../core/secrets';
+import { platformDns } from '../../core/domains/identity';
+import { ensureHosting } from '../../core/domains/mta-sts-hosting';
 
 /**
  * Every endpoint against the shapes that once produced 500s (deep nesting, NUL and lone surrogates
@@ -100,6 +103,9 @@ const ROUTES: Route[] = [
   { method: 'POST', path: '/u/:token', body: true, page: true },
   { method: 'GET', path: '/t/o/:token', page: true },
   { method: 'GET', path: '/t/c/:token', page: true },
+  // MTA-STS hosting (issue 41): the policy (404 JSON for a Host that names no hosted host) and TLS-RPT reports.
+  { method: 'GET', path: '/.well-known/mta-sts.txt' },
+  { method: 'POST', path: '/tlsrpt/:report', body: true },
   { method: 'GET', path: '/inbox' },
   { method: 'GET', path: '/inbox/messages.json' },
   { method: 'GET', path: '/inbox/:id' },
@@ -281,6 +287,23 @@ const BODIES: { name: string; raw: string; type?: string }[] = [
     name: 'event values at the extremes',
     raw: `{"name":"\\u0000","email":"${'a'.repeat(400)}@x.test","data":{"n":1e400,"s":"\\ud800"},"id":"${'i'.repeat(200)}"}`,
   },
+  {
+    name: 'a TLS report with prototype keys',
+    type: 'application/tlsrpt+json',
+    raw: '{"__proto__":{"organization-name":"x"},"organization-name":"__proto__","report-id":{"__proto__":1},"date-range":{"start-datetime":"+275760-09-13T00:00:00.000Z"},"policies":[{"__proto__":{}}]}',
+  },
+  {
+    name: 'a TLS report at the extremes',
+    type: 'application/tlsrpt+json',
+    raw: `{"organization-name":"\\u0000","report-id":"${'r'.repeat(3000)}","date-range":{"start-datetime":"0000-01-01T00:00:00Z"},"policies":[{"policy":{"policy-domain":"x"},"summary":{"total-successful-session-count":1e400,"total-failure-session-count":-1}}]}`,
+  },
+  {
+    name: 'a TLS report counting past bigint',
+    type: 'application/tlsrpt+json',
+    raw: '{"organization-name":"o","report-id":"r","date-range":{"start-datetime":"2031-01-01T00:00:00Z"},"policies":[{"policy":{"policy-domain":"fuzz"},"summary":{"total-successful-session-count":99999999999999999999999,"total-failure-session-count":0}}]}',
+  },
+  { name: 'a TLS report nested deep', type: 'application/tlsrpt+json', raw: deep('{"policies":[', '1', ']}', 40) },
+  { name: 'a TLS report typed gzip that is not', type: 'application/tlsrpt+gzip', raw: '{"a":1}' },
   { name: 'a scalar', raw: '"text"' },
   { name: 'null', raw: 'null' },
   { name: 'broken', raw: '{"a":' },
@@ -427,6 +450,10 @@ describe('API fuzz: no 5xx and no writes for anything a client can send, on ever
       await t.call('POST', '/api/v1/webhooks', { as: 'admin', body: { url: `${receiver.url}/fuzz`, events: ['domain.verified'] } })
     ).body.id;
     ids.domain = (await createDomain(orm, t.orgId, `fuzz-${Date.now()}.example.test`, { verified: true })).id;
+    // A hosted return-path host, so a report's address is real and bodies reach the report reader.
+    const identity = { secrets: createSecrets(Buffer.alloc(32, 7)), platform: platformDns('mail.fuzz.test') };
+    const hosted = await createDomain(orm, t.orgId, `fuzz-sts-${Date.now()}.example.test`, { verified: true, identity });
+    ids.report = (await ensureHosting(orm, hosted.id, 'https://svc.fuzz.test'))!.reportToken;
     ids.key = (await createKey(orm, t.orgId, { name: 'target', permission: 'send', mode: 'live' })).key.id;
     const sent = await t.call('POST', '/api/v1/emails', {
       body: {

@@ -6,6 +6,7 @@ import type { Plan, Stream } from '../../db/entities';
 import { newDatabase, tempDir } from './pg';
 import { SmtpSink } from './sink';
 import { TestDns } from './dns';
+import { CloudflareApi } from './cloudflare-api';
 import { freePort } from './child';
 import { request, type RequestOptions } from './http';
 
@@ -14,6 +15,8 @@ export interface TestEnv {
   sink: SmtpSink;
   /** The DNS server the service resolves domain records with. */
   dns: TestDns;
+  /** The Cloudflare-compatible API DNS publishing calls (CLOUDFLARE_API_BASE_URL); its zones are served by `dns`. */
+  cloudflare: CloudflareApi;
   url: string;
   /** SMTP_DIRECT_PORT: where direct delivery connects on an MX (peers listen on 127.0.0.x at it). */
   directPort: number;
@@ -35,6 +38,8 @@ export function testConfig(overrides: Partial<Config>): Config {
     dataDir: tempDir('svc-data'),
     smtpRelay: { ...readConfig({}).smtpRelay!, port: 0 },
     inboundSmtpPort: 0,
+    // DkimRotation in seconds (test/api/dkim-rotation.test.ts, the live case): checks 0.2 s apart over 1 s, 3 s retiring.
+    dkimRotation: { checkIntervalSeconds: 0.2, minSpreadSeconds: 1, retiringHours: 3 / 3600, windowHours: 1 },
     ...overrides,
   };
 }
@@ -50,6 +55,8 @@ export function sharedService(): Promise<TestEnv> {
       const smtpUrl = await sink.start();
       const dns = new TestDns();
       const dnsServer = await dns.start();
+      const cloudflare = new CloudflareApi(dns);
+      const cloudflareApiBaseUrl = await cloudflare.start();
       const databaseUrl = await newDatabase('svc_api');
       const directPort = await freePort();
       const service = await startService(
@@ -57,6 +64,7 @@ export function sharedService(): Promise<TestEnv> {
           databaseUrl,
           smtpUrl,
           dnsServers: [dnsServer],
+          cloudflareApiBaseUrl,
           domainVerifyFirstDelaySeconds: 1,
           domainVerifyWindowHours: 30 / 3600,
           domainVerifySweepSeconds: 1,
@@ -64,7 +72,7 @@ export function sharedService(): Promise<TestEnv> {
         }),
         { log: pino({ level: process.env.TEST_LOG_LEVEL || 'silent' }) },
       );
-      return { service, sink, dns, url: service.url, directPort };
+      return { service, sink, dns, cloudflare, url: service.url, directPort };
     })();
   }
   return shared;
@@ -77,6 +85,7 @@ export async function stopSharedService(): Promise<void> {
   await env.service.stop();
   await env.sink.stop();
   await env.dns.stop();
+  await env.cloudflare.stop();
 }
 
 export interface Tenant {

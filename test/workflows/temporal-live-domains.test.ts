@@ -3,6 +3,8 @@ import { Resolver } from 'node:dns/promises';
 import { dkimVerify } from 'mailauth/lib/dkim/verify';
 import { activitiesOf, startLiveStack, timersOf, type LiveStack } from '../support/temporal-live';
 import { waitFor } from '../support/wait';
+import { FlatConsoleClient, newOperator } from '../support/console';
+import type { TestEnv } from '../support/service';
 
 interface RecordView {
   purpose: string;
@@ -17,7 +19,7 @@ interface RecordView {
  * runs on the worker and resolves through DNS_SERVERS (a DNS server on loopback the test edits).
  * Nothing here calls "verify now": the loop alone must see the records and verify the domain.
  */
-describe('Temporal engine, live: DomainVerification', function () {
+describe('Temporal engine, live: DomainVerification and DkimRotation', function () {
   this.timeout(120_000);
   let s: LiveStack;
 
@@ -107,5 +109,49 @@ describe('Temporal engine, live: DomainVerification', function () {
     const [sig] = result.results;
     assert.equal(sig.signingDomain, name);
     assert.equal(sig.status.result, 'pass', JSON.stringify(sig.status));
+  });
+  it('DkimRotation from the console: the worker checks DNS, switches once the record is published, then revokes the old key', async () => {
+    const name = `rotate-${Date.now()}.example.test`;
+    const created = await s.call('POST', '/api/v1/domains', { as: 'admin', body: { name } });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const id = created.body.id as string;
+    const old = created.body.dkim_selector as string;
+    publish(created.body.records);
+    // newOperator needs only the service and its address.
+    const op = await newOperator({ service: s.service, url: s.service.url } as TestEnv, s.orgId);
+    const c = new FlatConsoleClient(s.service.url);
+    assert.equal((await c.signIn(op.email, op.password)).status, 303);
+    const base = `/console/o/${s.orgId}/domains/${id}`;
+    assert.equal((await c.post(`${base}/dkim/rotate`)).status, 303);
+    const page = (await c.get(base)).html;
+    const keyId = /name="key_id" value="([^"]+)"/.exec(page)![1];
+    const [, record, value] = /([\w.-]+\._domainkey\.[\w.-]+) TXT (v=DKIM1; k=rsa; p=[A-Za-z0-9+/=]+)/.exec(page)!;
+    const selector = record.split('.')[0];
+    const state = async (sel: string) =>
+      (await s.sql(`select state from dkim_keys where domain_id = ? and selector = ?`, [id, sel]))[0].state;
+
+    await waitFor(
+      async () => (await s.sql(`select last_checked_at from dkim_keys where id = ?`, [keyId]))[0].last_checked_at !== null,
+      'a check on the worker',
+    );
+    assert.equal(await state(selector), 'pending', 'no switch while the record is not published');
+    s.dns.txt.set(record, [value]);
+    const run = await s.run(`dkim-rotation:${id}:${keyId}`, ['COMPLETED'], 60_000);
+    assert.equal(run.type, 'DkimRotation');
+    assert.equal(run.result.outcome, 'revoked');
+    const steps = activitiesOf(run);
+    assert.deepEqual(steps.slice(-2), ['switchDkimKey', 'revokeDkimKeys']);
+    assert.ok(steps.filter((a) => a === 'checkDkimKey').length >= 4, 'an unmatched check, then at least 3 matching ones');
+    assert.deepEqual([await state(selector), await state(old)], ['active', 'revoked']);
+
+    const to = `rotated-${Date.now()}@example.com`;
+    const sent = await s.call('POST', '/api/v1/emails', { body: { from: `Shop <shop@${name}>`, to, subject: 'Rotated', text: 'rotated' } });
+    assert.equal(sent.status, 200, JSON.stringify(sent.body));
+    const msg = await waitFor(async () => s.sink.received.find((m) => m.envelopeTo.includes(to)), 'the message after the rotation');
+    const resolver = new Resolver();
+    resolver.setServers([`127.0.0.1:${s.dns.port}`]);
+    const [sig] = (await dkimVerify(msg.raw, { resolver: (n: string, rr: string) => resolver.resolve(n, rr as 'TXT') as Promise<never> }))
+      .results;
+    assert.deepEqual([sig.selector, sig.status.result], [selector, 'pass']);
   });
 });

@@ -10,6 +10,7 @@ import pino from 'pino';
 import { installTemporalRuntime } from '../../worker/temporal-runtime';
 import { SEND_EMAIL_WORKFLOW, ADMITTED_SIGNAL } from '../../workflows/send-email';
 import { DOMAIN_VERIFICATION_WORKFLOW } from '../../workflows/domain-verification';
+import { DKIM_ROTATION_WORKFLOW, DKIM_CANCEL_SIGNAL } from '../../workflows/dkim-rotation';
 import { HistoryBuilder } from '../support/temporal-history';
 import { WEBHOOK_DELIVERY_WORKFLOW, WAKE_SIGNAL } from '../../workflows/webhook-delivery';
 import { WEBHOOK_FIRST_ATTEMPTS_WORKFLOW } from '../../workflows/webhook-first-attempts';
@@ -126,6 +127,60 @@ describe('Temporal engine: bundled workflows replayed through the real worker', 
   it('fails with a determinism error on a DomainVerification history without the backoff timer', async () => {
     await assert.rejects(
       Worker.runReplayHistory({ workflowBundle: bundle }, domainHistory(true).history(), 'wrong-domain'),
+      DeterminismViolationError,
+    );
+  });
+
+  /**
+   * DkimRotation: three matching checks a minute apart, the switch, the 7-day retiring timer, the
+   * revocation. `canceled`: the console's cancel signal ends the first wait and the next check finds
+   * the key gone. `wrong`: the revocation right after the switch, without the retiring timer.
+   */
+  function dkimHistory(kind: 'rotated' | 'canceled' | 'wrong'): HistoryBuilder {
+    const [domainId, keyId, oldKeyId] = [
+      '019a0000-0000-7000-8000-0000000000e1',
+      '019a0000-0000-7000-8000-0000000000e2',
+      '019a0000-0000-7000-8000-0000000000e3',
+    ];
+    const retiringMs = 7 * 86_400_000;
+    const h = new HistoryBuilder(DKIM_ROTATION_WORKFLOW, TASK_QUEUE, [
+      { domainId, keyId, checkIntervalMs: 60_000, requiredChecks: 3, minSpreadMs: 100_000, retiringMs, windowMs: 14 * 86_400_000 },
+    ]).workflowTask();
+    for (let i = 1; i <= 3; i++) {
+      const check = h.scheduleActivity('checkDkimKey', [keyId]);
+      h.advance(20).completeActivity(check, { state: 'pending', matches: true }).workflowTask();
+      if (i === 3) break;
+      const t = h.startTimer(60_000);
+      if (kind === 'canceled') {
+        h.advance(1_000).signal(DKIM_CANCEL_SIGNAL).workflowTask().cancelTimer(t);
+        const gone = h.scheduleActivity('checkDkimKey', [keyId]);
+        h.advance(20).completeActivity(gone, { state: 'gone', matches: false });
+        return h.workflowTask().complete({ outcome: 'canceled', checks: 2 });
+      }
+      h.advance(60_000).fireTimer(t).workflowTask();
+    }
+    const sw = h.scheduleActivity('switchDkimKey', [keyId, retiringMs]);
+    h.advance(20)
+      .completeActivity(sw, { switched: true, retiringKeyIds: [oldKeyId] })
+      .workflowTask();
+    if (kind !== 'wrong') {
+      const t = h.startTimer(retiringMs);
+      h.advance(retiringMs).fireTimer(t).workflowTask();
+    }
+    const revoke = h.scheduleActivity('revokeDkimKeys', [domainId, [oldKeyId]]);
+    h.advance(20).completeActivity(revoke, null);
+    return h.workflowTask().complete({ outcome: 'revoked', checks: 3 });
+  }
+
+  for (const kind of ['rotated', 'canceled'] as const) {
+    it(`replays DkimRotation: ${kind === 'rotated' ? 'three matching checks, the switch, the retiring timer, the revocation' : 'canceled by signal in its wait between checks'}`, async () => {
+      await Worker.runReplayHistory({ workflowBundle: bundle }, dkimHistory(kind).history(), `replay-dkim-${kind}`);
+    });
+  }
+
+  it('fails with a determinism error on a DkimRotation history that revokes without the retiring timer', async () => {
+    await assert.rejects(
+      Worker.runReplayHistory({ workflowBundle: bundle }, dkimHistory('wrong').history(), 'wrong-dkim'),
       DeterminismViolationError,
     );
   });
@@ -415,6 +470,7 @@ describe('Temporal engine: bundled workflows replayed through the real worker', 
       ...scenarios.map((s) => s.history(false).workflowType),
       ...batchScenarios.map((s) => s.history(false).workflowType),
       domainHistory(false).workflowType,
+      dkimHistory('rotated').workflowType,
       webhookHistory('retried').workflowType,
       firstAttemptsHistory(false).workflowType,
       broadcastHistory('right').workflowType,

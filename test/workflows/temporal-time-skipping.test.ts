@@ -32,6 +32,8 @@ import { Outbox } from '../../worker/outbox';
 import { sendEmail } from '../../workflows/send-email';
 import { sendBatch } from '../../workflows/send-batch';
 import { verificationWorkflowId } from '../../workflows/domain-verification';
+import { dkimRotation, dkimRotationWorkflowId } from '../../workflows/dkim-rotation';
+import { dkimRecordName, dkimRecordValue, dkimRotationTiming, startDkimRotation } from '../../core/domains/dkim-keys';
 import { WEBHOOK_RETRY_DELAYS_MS, webhookDeliveryWorkflowId } from '../../workflows/webhook-delivery';
 import { temporalToolPath } from '../../tools/temporal-tools';
 import { newDatabase } from '../support/pg';
@@ -271,6 +273,47 @@ describe('Temporal engine, time-skipping: the real schedules in seconds', functi
     const byPurpose = Object.fromEntries(row.records.map((r) => [r.purpose, r.status]));
     assert.equal(byPurpose.return_path_spf, 'verified', 'the published records were resolved');
     assert.equal(byPurpose.dkim, 'missing');
+  });
+
+  it('DkimRotation with the defaults: 4 checks 2 min apart (3 matching over 5 min), the switch, 7 days retiring, then revoked', async () => {
+    const timing = dkimRotationTiming();
+    assert.deepEqual(
+      [timing.checkIntervalMs, timing.requiredChecks, timing.minSpreadMs, timing.retiringMs],
+      [2 * MINUTE, 3, 5 * MINUTE, 7 * DAY],
+      'the defaults this test reasons about',
+    );
+    const d = await createDomain(orm, orgId, `dkim-${uuidv7().slice(-12)}.example.test`, {
+      verified: true,
+      identity: { secrets, platform: platformDns('mail.example.test') },
+    });
+    const ref = { id: d.id, organizationId: orgId, name: d.name };
+    const started = await startDkimRotation(orm, secrets, ref, 'console:op@example.com');
+    dns.txt.set(dkimRecordName(started.selector, d.name), [dkimRecordValue(started.publicKey)]);
+    const id = dkimRotationWorkflowId(d.id, started.keyId);
+    await engine.start(dkimRotation, id, { domainId: d.id, keyId: started.keyId, ...timing });
+    // Matching from the first check: checks at 0, 2, 4 and 6 min; the 3 at 0-4 min span only 4.
+    assert.deepEqual(await env.client.workflow.getHandle(id).result(), { outcome: 'revoked', checks: 4 });
+    const events = await history(id);
+    const checks = scheduled(events, 'checkDkimKey');
+    const [switched] = scheduled(events, 'switchDkimKey');
+    const [revoked] = scheduled(events, 'revokeDkimKeys');
+    assert.equal(checks.length, 4);
+    assert.ok(switched - checks[0] >= timing.minSpreadMs, 'the switch only after the spread');
+    assert.ok(
+      revoked - switched >= timing.retiringMs && revoked - switched < timing.retiringMs + MINUTE,
+      'revoked 7 days after the switch',
+    );
+    const keys = await sql<{ selector: string; state: string; private_key_enc: string | null }>(
+      `select selector, state, private_key_enc from dkim_keys where domain_id = ? order by created_at`,
+      [d.id],
+    );
+    assert.deepEqual(
+      keys.map((k) => [k.selector, k.state, k.private_key_enc === null]),
+      [
+        [d.dkimSelector, 'revoked', true],
+        [started.selector, 'active', false],
+      ],
+    );
   });
 
   it('a sent message waits out its 72-hour confirmation window at `sent`, and its run ends after it, not before', async () => {

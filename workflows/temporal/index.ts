@@ -3,7 +3,16 @@
  * (and as on the embedded engine). Only engine-free bodies and the binding are imported here;
  * `bundleWorkflowCode` refuses Node modules, so activity implementations can never slip in.
  */
-import { sendEmail, sendBatch, domainVerification, webhookDelivery, webhookFirstAttempts, broadcastFanOut, automationRun } from '..';
+import {
+  sendEmail,
+  sendBatch,
+  domainVerification,
+  webhookDelivery,
+  webhookFirstAttempts,
+  broadcastFanOut,
+  automationRun,
+  dkimRotation,
+} from '..';
 import { temporalWorkflow } from './binding';
 
 export const SendEmail = temporalWorkflow(sendEmail);
@@ -13,3 +22,4 @@ export const WebhookDelivery = temporalWorkflow(webhookDelivery);
 export const WebhookFirstAttempts = temporalWorkflow(webhookFirstAttempts);
 export const BroadcastFanOut = temporalWorkflow(broadcastFanOut);
 export const AutomationRun = temporalWorkflow(automationRun);
+export const DkimRotation = temporalWorkflow(dkimRotation);
