@@ -6,6 +6,7 @@ import type { WebhookFirstAttemptsActivities } from '../workflows/webhook-first-
 import type { BroadcastActivities } from '../workflows/broadcast';
 import type { AutomationRunActivities } from '../workflows/automation-run';
 import type { DkimRotationActivities } from '../workflows/dkim-rotation';
+import type { DmarcRampActivities } from '../workflows/dmarc-ramp';
 import type { DnsResolver } from '../core/domains/dns';
 import { createDeliveryPass, type DeliveryDeps } from './delivery-pass';
 import { createSendEmailActivities } from './send-email';
@@ -15,6 +16,7 @@ import { createWebhookDeliveryActivities, type WebhookDeliveryDeps } from './web
 import { createBroadcastActivities, type BroadcastDeps } from './broadcast';
 import { createAutomationRunActivities } from './automation-run';
 import { createDkimRotationActivities } from './dkim-rotation';
+import { createDmarcRampActivities } from './dmarc-ramp';
 
 /** Every activity of every workflow in workflows/index.ts. A new workflow adds its contract here. */
 export type Activities = SendEmailActivities &
@@ -24,7 +26,8 @@ export type Activities = SendEmailActivities &
   WebhookFirstAttemptsActivities &
   BroadcastActivities &
   AutomationRunActivities &
-  DkimRotationActivities;
+  DkimRotationActivities &
+  DmarcRampActivities;
 export type ActivityDeps = DeliveryDeps & WebhookDeliveryDeps & BroadcastDeps & { dns: DnsResolver };
 
 /** Every activity the workflows call, built from narrow dependencies. */
@@ -39,5 +42,6 @@ export function createActivities(deps: ActivityDeps): Activities {
     ...createBroadcastActivities(deps),
     ...createAutomationRunActivities(deps),
     ...createDkimRotationActivities(deps),
+    ...createDmarcRampActivities(deps),
   };
 }

@@ -72,6 +72,11 @@ const NOTICES: Record<string, string> = {
   unconfirmed_closed: 'The selected messages still at sent were closed as unconfirmed.',
   dkim_rotation_started: 'DKIM rotation started: publish the record of the new key below; signing switches once DNS serves it.',
   dkim_rotation_canceled: 'The DKIM rotation was canceled; signing is unchanged.',
+  dmarc_source_unauthorized: 'The source was marked unauthorized: the DMARC ramp no longer waits for it to pass.',
+  dmarc_source_authorized: 'The source was marked authorized: the DMARC ramp waits for it to pass aligned.',
+  dmarc_source_unchanged: 'The source was already marked so; nothing changed.',
+  dmarc_ramp_started: 'The DMARC ramp started at p=none: publish the _dmarc record below.',
+  dmarc_step_requested: 'Your request was passed to the DMARC ramp; the page shows its outcome once applied.',
 };
 
 export interface PageOptions {

@@ -23,6 +23,8 @@ import { deliveryRoutes } from './pages/delivery';
 import { dkimRoutes } from './pages/domain-dkim';
 import { mtaStsRoutes } from './pages/domain-mta-sts';
 import { dnsPublishRoutes } from './pages/domain-dns-publish';
+import { dmarcReportsRoutes } from './pages/domain-dmarc-reports';
+import { dmarcRampRoutes } from './pages/domain-dmarc-ramp';
 
 /** The console's two files, read once: served from 'self' so the policy needs no inline script or style. */
 function assetRoutes(): Router<ConsoleState> {
@@ -76,6 +78,8 @@ export function consoleMiddleware(deps: ConsoleDeps): Koa.Middleware {
     dkimRoutes(deps),
     mtaStsRoutes(deps),
     dnsPublishRoutes(deps),
+    dmarcReportsRoutes(deps),
+    dmarcRampRoutes(deps),
   ]);
   const inOrg = /^\/console\/o\/([^/]+)(\/|$)/;
   const scope = orgScope(deps);

@@ -39,7 +39,7 @@ export interface ConsoleDeps {
   /** The daily caps, as GET /organization shows them (the overview's usage against caps). */
   caps: CapsSettings;
   /** The engine, to tell a Temporal run waiting at `sent` that its message was closed as unconfirmed. */
-  engine: RunSignals & Pick<Engine, 'start'>;
+  engine: RunSignals & Pick<Engine, 'start' | 'signal'>;
   /** Publishing DNS records to Cloudflare: the resolvers each write is checked with, the API's base; absent: no publishing. */
   dnsPublish?: { dns: DnsResolver; cloudflare: CloudflareSettings };
   /** DkimRotation's timing (DKIM_* settings); absent: the defaults. */

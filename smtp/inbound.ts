@@ -6,7 +6,7 @@ import type { Orm } from '../db/orm';
 import { knownReturnPathHost, storeInbound } from '../db/sql/inbound-messages';
 import { parseAddrSpec } from '../core/emails/address';
 import { verpTokenOf, type ReturnPaths } from '../core/bounces/verp';
-import { COMPLAINTS_LOCAL_PART } from '../core/bounces/apply';
+import { COMPLAINTS_LOCAL_PART, DMARC_REPORTS_LOCAL_PART } from '../core/bounces/apply';
 import { INBOUND_REPLIES, replyError } from './replies';
 import type { TlsPair } from './tls';
 
@@ -36,7 +36,8 @@ const MAX_RCPT = 10;
 
 /**
  * The inbound listener (the MX of every return-path host): takes mail only for
- * `bounces+<token>@<host>` with a valid token and `complaints@<host>`, where `<host>` is the
+ * `bounces+<token>@<host>` with a valid token, `complaints@<host>` and `dmarc-reports@<host>`
+ * (DMARC aggregate reports, core/dmarc/ingest.ts), where `<host>` is the
  * return-path host of a live domain; anything else is refused at RCPT with 550 5.1.1. A message
  * is stored before the 250, so an accepted message is never lost; InboundProcessor applies it.
  */
@@ -111,14 +112,15 @@ export class InboundListener {
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
   }
 
-  /** Known host, and a signed token or the complaints address; a forged token is logged and refused. */
+  /** Known host, and a signed token, the complaints or the DMARC reports address; a forged token is logged and refused. */
   private async acceptRecipient(address: string, session: SMTPServerSession): Promise<void> {
     const spec = parseAddrSpec(address);
     if (!spec) throw replyError(INBOUND_REPLIES.unknownRecipient);
     const local = spec.normalized.slice(0, spec.normalized.lastIndexOf('@'));
     const host = spec.domain;
     const token = verpTokenOf(spec.normalized);
-    if (token === null && local !== COMPLAINTS_LOCAL_PART) throw replyError(INBOUND_REPLIES.unknownRecipient);
+    if (token === null && local !== COMPLAINTS_LOCAL_PART && local !== DMARC_REPORTS_LOCAL_PART)
+      throw replyError(INBOUND_REPLIES.unknownRecipient);
     if (!(await this.knownHost(host, session))) throw replyError(INBOUND_REPLIES.unknownRecipient);
     if (token !== null && this.deps.returnPaths.recipientOf(token) === null) {
       this.deps.log.warn(

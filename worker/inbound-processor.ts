@@ -2,7 +2,8 @@ import type { Logger } from 'pino';
 import type { Orm } from '../db/orm';
 import type { Clock } from '../core/clock';
 import type { ReturnPaths } from '../core/bounces/verp';
-import { applyReturn } from '../core/bounces/apply';
+import { applyReturn, dmarcReportHost } from '../core/bounces/apply';
+import { applyDmarcReport } from '../core/dmarc/ingest';
 import { claimInbound, markInboundProcessed } from '../db/sql/inbound-messages';
 import { Poller } from './poller';
 
@@ -52,11 +53,24 @@ export class InboundProcessor {
       const applied = await this.orm.em.fork().transactional(async (em) => {
         const message = await claimInbound(em);
         if (!message) return null;
+        // A DMARC aggregate report is about the domain's mail, not a returned message: never a bounce.
+        const reportHost = dmarcReportHost(message.rcptTo);
+        if (reportHost !== null) {
+          const report = await applyDmarcReport(em, reportHost, message.raw, this.clock.now());
+          await markInboundProcessed(em, message.id, { result: report.result, emailId: null, recipientId: null });
+          return { inboundId: message.id, ...report };
+        }
         const result = await applyReturn(em, this.returnPaths, message, this.clock.now());
         await markInboundProcessed(em, message.id, result);
         return { inboundId: message.id, ...result };
       });
       if (!applied) break;
+      if ('reason' in applied) {
+        if (applied.result === 'dmarc_report' || applied.result === 'dmarc_duplicate') this.log.info(applied, 'DMARC report applied');
+        else this.log.warn({ errorId: applied.result, ...applied }, 'DMARC report refused');
+        done += 1;
+        continue;
+      }
       if (applied.result === 'forged') {
         this.log.warn(
           { errorId: 'inbound_forged_token', inboundId: applied.inboundId },

@@ -7,8 +7,19 @@ import { webhookFirstAttempts } from './webhook-first-attempts';
 import { broadcastFanOut } from './broadcast';
 import { automationRun } from './automation-run';
 import { dkimRotation } from './dkim-rotation';
+import { dmarcRamp } from './dmarc-ramp';
 
-export { sendEmail, sendBatch, domainVerification, webhookDelivery, webhookFirstAttempts, broadcastFanOut, automationRun, dkimRotation };
+export {
+  sendEmail,
+  sendBatch,
+  domainVerification,
+  webhookDelivery,
+  webhookFirstAttempts,
+  broadcastFanOut,
+  automationRun,
+  dkimRotation,
+  dmarcRamp,
+};
 
 /** Every workflow, as the engines register them. A new workflow adds one line here (and one in temporal/index.ts). */
 export const WORKFLOWS: readonly AnyWorkflowDef[] = [
@@ -20,4 +31,5 @@ export const WORKFLOWS: readonly AnyWorkflowDef[] = [
   broadcastFanOut,
   automationRun,
   dkimRotation,
+  dmarcRamp,
 ];

@@ -1,7 +1,7 @@
 import { html, type Html } from '../html';
-import { csrfField, listTable, refusal, renderPage, seeOther, when } from '../layout';
+import { csrfField, listTable, refusal, seeOther, when } from '../layout';
 import { consoleRouter, field, orgAuth, session, type ConsoleContext, type ConsoleDeps } from '../state';
-import type { DomainView } from './domains-detail';
+import { domainConflict, domainOfPath, type DomainView } from './domains-detail';
 import {
   cancelDkimRotation,
   dkimRecordName,
@@ -112,23 +112,9 @@ const REFUSALS: Record<DkimRotationRefused['reason'], string> = {
 export function dkimRoutes(deps: ConsoleDeps) {
   const router = consoleRouter();
 
-  async function domainOf(ctx: ConsoleContext) {
-    const a = orgAuth(ctx);
-    const found = await deps.api.call(a, 'GET', `/domains/${encodeURIComponent(ctx.params.id)}`);
-    if (!found.ok) return null;
-    const d = found.body as DomainView;
-    return { id: d.id, organizationId: a.organization.id, name: d.name };
-  }
-
-  function refused(ctx: ConsoleContext, domainId: string, reason: DkimRotationRefused['reason']) {
-    renderPage(ctx, {
-      title: 'DKIM rotation',
-      current: 'domains',
-      status: 409,
-      error: REFUSALS[reason],
-      body: html`<p><a href="/console/o/${orgAuth(ctx).organization.id}/domains/${domainId}">Back to the domain</a></p>`,
-    });
-  }
+  const domainOf = (ctx: ConsoleContext) => domainOfPath(deps, ctx);
+  const refused = (ctx: ConsoleContext, domainId: string, reason: DkimRotationRefused['reason']) =>
+    domainConflict(ctx, 'DKIM rotation', domainId, REFUSALS[reason]);
 
   router.post('/console/o/:org/domains/:id/dkim/rotate', async (ctx) => {
     const domain = await domainOf(ctx);

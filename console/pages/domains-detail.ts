@@ -1,8 +1,8 @@
 import { html, type Html } from '../html';
 import { Domain, Organization, type Transport } from '../../db/entities';
 import { TRANSPORTS } from '../../core/delivery/transport';
-import { csrfField } from '../layout';
-import type { ConsoleContext, ConsoleDeps } from '../state';
+import { csrfField, renderPage } from '../layout';
+import { orgAuth, type ConsoleContext, type ConsoleDeps } from '../state';
 
 /** A DNS record as GET /domains/:id shows it: what to publish (`value`) and what DNS held (`observed`). */
 export interface RecordView {
@@ -143,3 +143,23 @@ export const transportForm = (ctx: ConsoleContext, base: string, t: { own: Trans
       </select>
       <button type="submit">Set transport</button>
     </form>`;
+
+/** The domain a domain-operation route's path names, as the API reads it for this organization; null: none (a 404). */
+export async function domainOfPath(deps: Pick<ConsoleDeps, 'api'>, ctx: ConsoleContext) {
+  const a = orgAuth(ctx);
+  const found = await deps.api.call(a, 'GET', `/domains/${encodeURIComponent(ctx.params.id)}`);
+  if (!found.ok) return null;
+  const d = found.body as DomainView;
+  return { id: d.id, organizationId: a.organization.id, name: d.name };
+}
+
+/** A domain operation refused for the state it is in (409), with the way back to the domain. */
+export function domainConflict(ctx: ConsoleContext, title: string, domainId: string, message: string): void {
+  renderPage(ctx, {
+    title,
+    current: 'domains',
+    status: 409,
+    error: message,
+    body: html`<p><a href="/console/o/${orgAuth(ctx).organization.id}/domains/${domainId}">Back to the domain</a></p>`,
+  });
+}

@@ -8,6 +8,8 @@ import { TRANSPORTS, setTransport } from '../../core/delivery/transport';
 import { dkimSection } from './domain-dkim';
 import { mtaStsSection } from './domain-mta-sts';
 import { dnsPublishSection } from './domain-dns-publish';
+import { dmarcReportsSection } from './domain-dmarc-reports';
+import { dmarcRampSection } from './domain-dmarc-ramp';
 import type { Transport } from '../../db/entities';
 
 /** Today's use against the warm-up stage's limit (no stage: no domain cap). */
@@ -87,6 +89,8 @@ export function domainRoutes(deps: ConsoleDeps) {
       dkimSection(ctx, deps, d, platform),
       mtaStsSection(ctx, deps, d, platform),
       dnsPublishSection(ctx, deps, d, platform),
+      dmarcReportsSection(ctx, deps, d, platform),
+      dmarcRampSection(ctx, deps, d, platform),
     ]);
     renderPage(ctx, {
       title: `Domain ${d.name}`,

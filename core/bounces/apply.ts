@@ -34,6 +34,18 @@ export interface AppliedReturn {
 /** The local part feedback loops are registered with (`complaints@<return-path host>`). */
 export const COMPLAINTS_LOCAL_PART = 'complaints';
 
+/** The local part of the DMARC `rua=` (`dmarc-reports@<return-path host>`): reports, never bounces (core/dmarc/ingest.ts). */
+export const DMARC_REPORTS_LOCAL_PART = 'dmarc-reports';
+
+/** The return-path host a message was mailed to as a DMARC report, or null: such a message is routed away from applyReturn. */
+export function dmarcReportHost(rcptTo: string[]): string | null {
+  for (const rcpt of rcptTo) {
+    const at = rcpt.lastIndexOf('@');
+    if (at > 0 && rcpt.slice(0, at).toLowerCase() === DMARC_REPORTS_LOCAL_PART) return rcpt.slice(at + 1).toLowerCase();
+  }
+  return null;
+}
+
 /**
  * Message statuses a late return may change. `sending` is left to the delivery in progress (its
  * finalize reads the recipient states), `queued`/`canceled`/`failed`/`suppressed` never left us.

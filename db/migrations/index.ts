@@ -25,6 +25,8 @@ import { Migration20261211000000_direct_delivery } from './Migration202612110000
 import { Migration20261212000000_dkim_keys } from './Migration20261212000000_dkim_keys';
 import { Migration20261213000000_mta_sts_hosting } from './Migration20261213000000_mta_sts_hosting';
 import { Migration20261214000000_cloudflare } from './Migration20261214000000_cloudflare';
+import { Migration20261215000000_dmarc_reports } from './Migration20261215000000_dmarc_reports';
+import { Migration20261216000000_dmarc_ramp } from './Migration20261216000000_dmarc_ramp';
 
 /** Listed explicitly so migrations run the same from TypeScript sources and from any bundle. */
 export const migrationsList: MigrationObject[] = [
@@ -54,4 +56,6 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261212000000_dkim_keys', class: Migration20261212000000_dkim_keys },
   { name: 'Migration20261213000000_mta_sts_hosting', class: Migration20261213000000_mta_sts_hosting },
   { name: 'Migration20261214000000_cloudflare', class: Migration20261214000000_cloudflare },
+  { name: 'Migration20261215000000_dmarc_reports', class: Migration20261215000000_dmarc_reports },
+  { name: 'Migration20261216000000_dmarc_ramp', class: Migration20261216000000_dmarc_ramp },
 ];

@@ -103,7 +103,7 @@ describe('DKIM rotation through the console, the workflow and signed mail', func
 
     // Checked, not switched, while the record is absent: mail still signs with the old key.
     await waitFor(async () => {
-      const [k] = await sql(`select state, last_checked_at from dkim_keys where selector = ?`, [selector]);
+      const [k] = await sql(`select state, last_checked_at from dkim_keys where selector = ? and domain_id = ?`, [selector, domain.id]);
       return k.last_checked_at !== null && k.state === 'pending';
     }, 'a check of the unpublished record');
     const during = await send('During the rotation');
@@ -111,7 +111,8 @@ describe('DKIM rotation through the console, the workflow and signed mail', func
 
     env.dns.txt.set(name, [value]);
     await waitFor(
-      async () => (await sql(`select state from dkim_keys where selector = ?`, [selector]))[0].state === 'active',
+      async () =>
+        (await sql(`select state from dkim_keys where selector = ? and domain_id = ?`, [selector, domain.id]))[0].state === 'active',
       'the switch to the new key',
       60_000,
     );
@@ -122,7 +123,7 @@ describe('DKIM rotation through the console, the workflow and signed mail', func
     assert.equal((await verify(during)).status.result, 'pass');
 
     await waitFor(
-      async () => (await sql(`select state from dkim_keys where selector = ?`, [old]))[0].state === 'revoked',
+      async () => (await sql(`select state from dkim_keys where selector = ? and domain_id = ?`, [old, domain.id]))[0].state === 'revoked',
       'the old key revoked after its retiring period',
       60_000,
     );

@@ -19,7 +19,7 @@ interface RecordView {
  * runs on the worker and resolves through DNS_SERVERS (a DNS server on loopback the test edits).
  * Nothing here calls "verify now": the loop alone must see the records and verify the domain.
  */
-describe('Temporal engine, live: DomainVerification and DkimRotation', function () {
+describe('Temporal engine, live: DomainVerification, DkimRotation and DmarcRamp', function () {
   this.timeout(120_000);
   let s: LiveStack;
 
@@ -153,5 +153,29 @@ describe('Temporal engine, live: DomainVerification and DkimRotation', function 
     const [sig] = (await dkimVerify(msg.raw, { resolver: (n: string, rr: string) => resolver.resolve(n, rr as 'TXT') as Promise<never> }))
       .results;
     assert.deepEqual([sig.selector, sig.status.result], [selector, 'pass']);
+  });
+
+  it('DmarcRamp from the console: the worker records the gate, refuses an advance it does not allow, and ends on stop', async () => {
+    const name = `ramp-${Date.now()}.example.test`;
+    const created = await s.call('POST', '/api/v1/domains', { as: 'admin', body: { name } });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const id = created.body.id as string;
+    const op = await newOperator({ service: s.service, url: s.service.url } as TestEnv, s.orgId);
+    const c = new FlatConsoleClient(s.service.url);
+    assert.equal((await c.signIn(op.email, op.password)).status, 303);
+    const base = `/console/o/${s.orgId}/domains/${id}`;
+    const ramp = async () => (await s.sql(`select * from dmarc_ramps where domain_id = ?`, [id]))[0];
+    assert.equal((await c.post(`${base}/dmarc-ramp/start`)).status, 303);
+    await waitFor(async () => (await ramp()).verdict, 'the first gate check on the worker');
+    assert.equal((await c.post(`${base}/dmarc-ramp/advance`)).status, 303);
+    await waitFor(async () => (await ramp()).refusal, 'the advance refused');
+    assert.equal((await ramp()).step, 'none');
+    assert.equal((await c.post(`${base}/dmarc-ramp/stop`)).status, 303);
+    const run = await s.run(`dmarc-ramp:${id}`, ['COMPLETED'], 60_000);
+    assert.equal(run.type, 'DmarcRamp');
+    assert.deepEqual(run.result, { outcome: 'stopped', checks: 2, requests: 2 });
+    assert.deepEqual(activitiesOf(run), ['checkDmarcGate', 'applyDmarcRequest', 'checkDmarcGate', 'applyDmarcRequest']);
+    assert.equal((await ramp()).state, 'stopped');
+    assert.match((await c.get(base)).html, /ramp stopped/);
   });
 });

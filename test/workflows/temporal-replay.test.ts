@@ -11,6 +11,7 @@ import { installTemporalRuntime } from '../../worker/temporal-runtime';
 import { SEND_EMAIL_WORKFLOW, ADMITTED_SIGNAL } from '../../workflows/send-email';
 import { DOMAIN_VERIFICATION_WORKFLOW } from '../../workflows/domain-verification';
 import { DKIM_ROTATION_WORKFLOW, DKIM_CANCEL_SIGNAL } from '../../workflows/dkim-rotation';
+import { DMARC_RAMP_WORKFLOW, DMARC_REQUEST_SIGNAL } from '../../workflows/dmarc-ramp';
 import { HistoryBuilder } from '../support/temporal-history';
 import { WEBHOOK_DELIVERY_WORKFLOW, WAKE_SIGNAL } from '../../workflows/webhook-delivery';
 import { WEBHOOK_FIRST_ATTEMPTS_WORKFLOW } from '../../workflows/webhook-first-attempts';
@@ -181,6 +182,52 @@ describe('Temporal engine: bundled workflows replayed through the real worker', 
   it('fails with a determinism error on a DkimRotation history that revokes without the retiring timer', async () => {
     await assert.rejects(
       Worker.runReplayHistory({ workflowBundle: bundle }, dkimHistory('wrong').history(), 'wrong-dkim'),
+      DeterminismViolationError,
+    );
+  });
+
+  /**
+   * DmarcRamp: a daily gate check, a day's timer, another check; then the operator's advance
+   * signal ends the wait and is applied, and a stop signal ends the run. `wrong`: the request
+   * applied right after the first check, without the wait for a signal.
+   */
+  function dmarcHistory(kind: 'stepped' | 'wrong'): HistoryBuilder {
+    const domainId = '019a0000-0000-7000-8000-0000000000f1';
+    const day = 86_400_000;
+    const h = new HistoryBuilder(DMARC_RAMP_WORKFLOW, TASK_QUEUE, [{ domainId, checkIntervalMs: day }]).workflowTask();
+    const check = (holds: boolean) => {
+      const a = h.scheduleActivity('checkDmarcGate', [domainId, 0]);
+      h.advance(20).completeActivity(a, { state: 'running', holds, requested: false }).workflowTask();
+    };
+    const apply = (result: { state: string; applied: string }) => {
+      const a = h.scheduleActivity('applyDmarcRequest', [domainId, 0]);
+      h.advance(20).completeActivity(a, result).workflowTask();
+    };
+    check(false);
+    if (kind === 'wrong') {
+      apply({ state: 'stopped', applied: 'stopped' });
+      return h.complete({ outcome: 'stopped', checks: 1, requests: 1 });
+    }
+    const t1 = h.startTimer(day);
+    h.advance(day).fireTimer(t1).workflowTask();
+    check(true);
+    const t2 = h.startTimer(day);
+    h.advance(3_600_000).signal(DMARC_REQUEST_SIGNAL).workflowTask().cancelTimer(t2);
+    apply({ state: 'running', applied: 'advanced' });
+    check(false);
+    const t3 = h.startTimer(day);
+    h.advance(60_000).signal(DMARC_REQUEST_SIGNAL).workflowTask().cancelTimer(t3);
+    apply({ state: 'stopped', applied: 'stopped' });
+    return h.complete({ outcome: 'stopped', checks: 3, requests: 2 });
+  }
+
+  it('replays DmarcRamp: daily checks on a timer, an advance and a stop by signal', async () => {
+    await Worker.runReplayHistory({ workflowBundle: bundle }, dmarcHistory('stepped').history(), 'replay-dmarc-ramp');
+  });
+
+  it('fails with a determinism error on a DmarcRamp history that applies a request without waiting for its signal', async () => {
+    await assert.rejects(
+      Worker.runReplayHistory({ workflowBundle: bundle }, dmarcHistory('wrong').history(), 'wrong-dmarc-ramp'),
       DeterminismViolationError,
     );
   });
@@ -471,6 +518,7 @@ describe('Temporal engine: bundled workflows replayed through the real worker', 
       ...batchScenarios.map((s) => s.history(false).workflowType),
       domainHistory(false).workflowType,
       dkimHistory('rotated').workflowType,
+      dmarcHistory('stepped').workflowType,
       webhookHistory('retried').workflowType,
       firstAttemptsHistory(false).workflowType,
       broadcastHistory('right').workflowType,

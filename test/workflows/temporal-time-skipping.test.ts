@@ -34,6 +34,8 @@ import { sendBatch } from '../../workflows/send-batch';
 import { verificationWorkflowId } from '../../workflows/domain-verification';
 import { dkimRotation, dkimRotationWorkflowId } from '../../workflows/dkim-rotation';
 import { dkimRecordName, dkimRecordValue, dkimRotationTiming, startDkimRotation } from '../../core/domains/dkim-keys';
+import { dmarcRamp, dmarcRampWorkflowId, DMARC_REQUEST_SIGNAL } from '../../workflows/dmarc-ramp';
+import { requestDmarcStep, startDmarcRamp } from '../../core/dmarc/ramp-ops';
 import { WEBHOOK_RETRY_DELAYS_MS, webhookDeliveryWorkflowId } from '../../workflows/webhook-delivery';
 import { temporalToolPath } from '../../tools/temporal-tools';
 import { newDatabase } from '../support/pg';
@@ -313,6 +315,56 @@ describe('Temporal engine, time-skipping: the real schedules in seconds', functi
         [d.dkimSelector, 'revoked', true],
         [started.selector, 'active', false],
       ],
+    );
+  });
+
+  it('DmarcRamp re-checks its gate daily: not holding until the 14th day of reports, then an advance applied and a stop ending it', async () => {
+    const now = await env.currentTimeMs();
+    const d = await createDomain(orm, orgId, `dmarc-${uuidv7().slice(-12)}.example.test`, {
+      verified: true,
+      identity: { secrets, platform: platformDns('mail.example.test') },
+    });
+    const ref = { id: d.id, organizationId: orgId, name: d.name };
+    const id = dmarcRampWorkflowId(d.id);
+    await startDmarcRamp(orm, ref, id, 'console:op@example.com', new Date(now));
+    // One report a day, each begun an hour before the day's check: this service's mail, all aligned.
+    for (let k = 1; k <= 14; k++) {
+      const reportId = uuidv7();
+      const begin = new Date(now + k * DAY - HOUR);
+      await sql(
+        `insert into dmarc_reports (id, domain_id, reporter, report_id, begin_at, end_at, received_at) values (?, ?, 'r', ?, ?, ?, ?)`,
+        [reportId, d.id, `r${k}`, begin, new Date(begin.getTime() + 30 * MINUTE), begin],
+      );
+      await sql(
+        `insert into dmarc_report_rows (report_id, source_ip, count, disposition, dkim_aligned, spf_aligned, header_from, ours)
+          values (?, '192.0.2.1', 100, 'none', true, true, ?, true)`,
+        [reportId, d.name],
+      );
+    }
+    await engine.start(dmarcRamp, id, { domainId: d.id, checkIntervalMs: DAY });
+    const verdict = async () =>
+      (await sql<{ verdict: { holds: boolean; days: number } }>(`select verdict from dmarc_ramps where domain_id = ?`, [d.id]))[0].verdict;
+    await env.sleep(13 * DAY + HOUR);
+    await waitFor(async () => (await verdict()).days === 13, 'the 13th day counted');
+    assert.equal((await verdict()).holds, false, 'day 13: 13 days of reports, short of 14');
+    await env.sleep(DAY);
+    await waitFor(async () => (await verdict()).days === 14, 'the 14th day counted');
+    assert.equal((await verdict()).holds, true);
+    await requestDmarcStep(orm, ref, 'advance', 'console:op@example.com');
+    await engine.signal(id, DMARC_REQUEST_SIGNAL, 'advance-1');
+    const step = async () => (await sql<{ step: string }>(`select step from dmarc_ramps where domain_id = ?`, [d.id]))[0].step;
+    await waitFor(async () => (await step()) === 'quarantine', 'the advance applied');
+    const record = (
+      await sql<{ records: { purpose: string; value: string }[] }>(`select records from domains where id = ?`, [d.id])
+    )[0].records.find((r) => r.purpose === 'dmarc');
+    assert.equal(record?.value, `v=DMARC1; p=quarantine; rua=mailto:dmarc-reports@${d.returnPathHost}`);
+    await requestDmarcStep(orm, ref, 'stop', 'console:op@example.com');
+    await engine.signal(id, DMARC_REQUEST_SIGNAL, 'stop-1');
+    assert.deepEqual(await runFor(id, 0), { outcome: 'stopped', checks: 16, requests: 2 });
+    const checks = scheduled(await history(id), 'checkDmarcGate');
+    assert.ok(
+      gaps(checks.slice(0, 15)).every((g) => g >= DAY && g < DAY + MINUTE),
+      'a check a day',
     );
   });
 

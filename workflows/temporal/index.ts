@@ -12,6 +12,7 @@ import {
   broadcastFanOut,
   automationRun,
   dkimRotation,
+  dmarcRamp,
 } from '..';
 import { temporalWorkflow } from './binding';
 
@@ -23,3 +24,4 @@ export const WebhookFirstAttempts = temporalWorkflow(webhookFirstAttempts);
 export const BroadcastFanOut = temporalWorkflow(broadcastFanOut);
 export const AutomationRun = temporalWorkflow(automationRun);
 export const DkimRotation = temporalWorkflow(dkimRotation);
+export const DmarcRamp = temporalWorkflow(dmarcRamp);

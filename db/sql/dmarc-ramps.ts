@@ -1,0 +1,122 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+
+export type DmarcRampStep = 'none' | 'quarantine' | 'reject';
+export type DmarcRampRequest = 'advance' | 'back' | 'stop';
+
+/** The gate's verdict as recorded for the page. */
+export interface DmarcVerdictRecord {
+  holds: boolean;
+  reasons: string[];
+  days: number;
+  oursRate: number | null;
+  /** This service's recent alignment fell below the gate past `none`: the page proposes the step back. */
+  fallen: boolean;
+}
+
+export interface DmarcRampRow {
+  domain_id: string;
+  step: DmarcRampStep;
+  step_since: Date;
+  run_id: string | null;
+  state: 'running' | 'stopped';
+  started_by: string | null;
+  requested: DmarcRampRequest | null;
+  requested_by: string | null;
+  requested_at: Date | null;
+  verdict: DmarcVerdictRecord | null;
+  verdict_at: Date | null;
+  refusal: { reasons: string[]; by: string | null } | null;
+  refusal_at: Date | null;
+  updated_at: Date;
+}
+
+const run = <T>(em: EntityManager, sql: string, values: unknown[]) =>
+  em.getConnection().execute<T[]>(sql, values, 'all', em.getTransactionContext());
+
+export async function readDmarcRamp(em: EntityManager, domainId: string, forUpdate = false): Promise<DmarcRampRow | null> {
+  const rows = await run<DmarcRampRow>(em, `select * from dmarc_ramps where domain_id = ?${forUpdate ? ' for update' : ''}`, [domainId]);
+  return rows[0] ?? null;
+}
+
+/** A new ramp at p=none; false when the domain has one already (another operator's start won). */
+export async function insertDmarcRamp(em: EntityManager, domainId: string, runId: string, by: string, now: Date): Promise<boolean> {
+  const rows = await run<{ domain_id: string }>(
+    em,
+    `insert into dmarc_ramps (domain_id, step, step_since, run_id, started_by, updated_at) values (?, 'none', ?, ?, ?, ?)
+      on conflict (domain_id) do nothing returning domain_id`,
+    [domainId, now, runId, by, now],
+  );
+  return rows.length === 1;
+}
+
+/** The operator's request, kept until the run applies it; a later request replaces an unapplied one. */
+export async function setDmarcRequest(
+  em: EntityManager,
+  domainId: string,
+  request: DmarcRampRequest,
+  by: string,
+  now: Date,
+): Promise<boolean> {
+  const rows = await run<{ domain_id: string }>(
+    em,
+    `update dmarc_ramps set requested = ?, requested_by = ?, requested_at = ?, updated_at = ?
+      where domain_id = ? and state = 'running' returning domain_id`,
+    [request, by, now, now, domainId],
+  );
+  return rows.length === 1;
+}
+
+export async function setDmarcStep(
+  em: EntityManager,
+  domainId: string,
+  from: DmarcRampStep,
+  to: DmarcRampStep,
+  now: Date,
+): Promise<boolean> {
+  const rows = await run<{ domain_id: string }>(
+    em,
+    `update dmarc_ramps set step = ?, step_since = ?, requested = null, requested_by = null, requested_at = null,
+      verdict = null, verdict_at = null, updated_at = ? where domain_id = ? and step = ? and state = 'running' returning domain_id`,
+    [to, now, now, domainId, from],
+  );
+  return rows.length === 1;
+}
+
+export async function refuseDmarcRequest(
+  em: EntityManager,
+  domainId: string,
+  reasons: string[],
+  by: string | null,
+  now: Date,
+): Promise<void> {
+  await run(
+    em,
+    `update dmarc_ramps set refusal = ?::jsonb, refusal_at = ?, requested = null, requested_by = null, requested_at = null, updated_at = ?
+      where domain_id = ?`,
+    [JSON.stringify({ reasons, by }), now, now, domainId],
+  );
+}
+
+export async function clearDmarcRequest(em: EntityManager, domainId: string, now: Date): Promise<void> {
+  await run(em, `update dmarc_ramps set requested = null, requested_by = null, requested_at = null, updated_at = ? where domain_id = ?`, [
+    now,
+    domainId,
+  ]);
+}
+
+export async function stopDmarcRamp(em: EntityManager, domainId: string, now: Date): Promise<void> {
+  await run(
+    em,
+    `update dmarc_ramps set state = 'stopped', requested = null, requested_by = null, requested_at = null, updated_at = ? where domain_id = ?`,
+    [now, domainId],
+  );
+}
+
+export async function recordDmarcVerdict(em: EntityManager, domainId: string, verdict: DmarcVerdictRecord, now: Date): Promise<void> {
+  await run(em, `update dmarc_ramps set verdict = ?::jsonb, verdict_at = ?, updated_at = ? where domain_id = ?`, [
+    JSON.stringify(verdict),
+    now,
+    now,
+    domainId,
+  ]);
+}
