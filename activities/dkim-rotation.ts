@@ -1,3 +1,4 @@
+import { LockMode } from '@mikro-orm/core';
 import type { Logger } from 'pino';
 import type { Orm } from '../db/orm';
 import { Domain, type DnsRecord } from '../db/entities';
@@ -56,7 +57,8 @@ export function createDkimRotationActivities(deps: DkimRotationDeps): DkimRotati
         const retired = await switchToKey(em, keyId, now, new Date(now.getTime() + retiringMs));
         if (!retired) return { switched: false, retiringKeyIds: [] };
         // The domain's records name the signing key: the new one, checked already by this rotation.
-        const domain = await em.findOneOrFail(Domain, { id: key.domain_id });
+        // Locked: a verification check writing `records` meanwhile retries on what this writes (core/domains/verification.ts).
+        const domain = await em.findOneOrFail(Domain, { id: key.domain_id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
         const record = dkimRecord(dkimRecordName(key.selector, key.domain_name), dkimRecordValue(key.public_key));
         domain.records = [
           { ...record, status: 'verified', observed: key.last_observed },

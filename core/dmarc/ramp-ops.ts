@@ -1,3 +1,4 @@
+import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Orm } from '../../db/orm';
 import { Domain, type DnsRecord } from '../../db/entities';
@@ -61,7 +62,8 @@ export async function dmarcVerdict(
 
 /** Replaces the domain's DMARC record with the step's; the Cloudflare publisher follows `records`. */
 async function publishStep(em: EntityManager, domainId: string, step: DmarcStep): Promise<Domain> {
-  const domain = await em.findOneOrFail(Domain, { id: domainId });
+  // Locked: a verification check writing `records` meanwhile retries on what this writes.
+  const domain = await em.findOneOrFail(Domain, { id: domainId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
   const record: DnsRecord = {
     purpose: 'dmarc',
     type: 'TXT',
@@ -109,6 +111,11 @@ export async function checkDmarcGate(orm: Orm, domainId: string, now: Date): Pro
   const em = orm.em.fork();
   const ramp = await readDmarcRamp(em, domainId);
   if (!ramp || ramp.state !== 'running') return { state: 'stopped', holds: false, requested: false };
+  // Its domain deleted: the ramp stops with it (the run ends).
+  if (!(await em.findOne(Domain, { id: domainId, deletedAt: null }, { fields: ['id'] }))) {
+    await stopDmarcRamp(em, domainId, now);
+    return { state: 'stopped', holds: false, requested: false };
+  }
   const verdict = await dmarcVerdict(orm, ramp, now);
   await recordDmarcVerdict(em, domainId, verdict, now);
   return { state: 'running', holds: verdict.holds, requested: ramp.requested !== null };

@@ -15,6 +15,12 @@ export async function markInternal(orm: Orm, organizationId: string, internal: b
   return orm.em.fork().transactional(async (em) => {
     const before = await setInternal(em, organizationId, internal);
     if (before === null) return false;
+    // No longer internal: its token goes with the right to publish.
+    if (!internal && (await deleteConnection(em, organizationId)) !== null) {
+      em.persist(
+        operatorAudit(organizationId, 'organization.cloudflare_detached', { type: 'organization', id: organizationId }, {}, actor),
+      );
+    }
     if (before !== internal) {
       em.persist(
         operatorAudit(

@@ -1,4 +1,3 @@
-import { LockMode } from '@mikro-orm/core';
 import type { Orm } from '../../db/orm';
 import { Domain, type DnsRecord } from '../../db/entities';
 import {
@@ -65,15 +64,20 @@ export interface Outcome {
  * Publishes a domain's records (its `records` list: DKIM, return path, tracking host and whatever
  * else the domain asks for, and a DKIM rotation's pending and retiring keys) to the Cloudflare zones its organization's token may edit: creates what
  * is missing, updates what the service wrote before, leaves everything else alone (reported as a
- * conflict). One publish of a domain at a time: the domain's row stays locked until every step is
- * stored, with one audit row naming the operator. Then each written record is checked through DNS.
+ * conflict). One publish of a domain at a time (a transaction-scoped advisory lock, not the row's),
+ * with one audit row naming the operator. Then each written record is checked through DNS.
  */
 export async function publishDomain(deps: PublishDeps, organizationId: string, domainId: string, actor: string | null): Promise<Outcome[]> {
   if (!(await isInternal(deps.orm, organizationId))) throw new PublishRefused('Only an internal organization publishes DNS records.');
   const connection = await readConnection(deps.orm, organizationId);
   if (!connection) throw new PublishRefused('The organization has no Cloudflare token attached.');
   const outcomes = await deps.orm.em.fork().transactional(async (em) => {
-    const domain = await em.findOne(Domain, { id: domainId, organizationId, deletedAt: null }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    // One publish of a domain at a time, without locking its row: a row lock held through the
+    // Cloudflare calls would stall every message accepted for the domain (its foreign key) meanwhile.
+    await em
+      .getConnection()
+      .execute(`select pg_advisory_xact_lock(hashtext(?))`, [`dns-publish:${domainId}`], 'all', em.getTransactionContext());
+    const domain = await em.findOne(Domain, { id: domainId, organizationId, deletedAt: null });
     if (!domain) throw new PublishRefused('No such domain.');
     const records = [...domain.records, ...(await rotationRecords(em, domain))];
     if (records.length === 0) throw new PublishRefused('The domain has no records to publish.');

@@ -132,9 +132,12 @@ export function evaluate(record: DnsRecord, lookup: Lookup): DnsRecord {
       ok = lookup.txt.some((t) => /^v=spf1/i.test(t.trim()) && t.split(/\s+/).some((term) => squash(term) === include));
       break;
     }
-    case 'dmarc':
-      ok = lookup.txt.some((t) => /^v=dmarc1/i.test(t.trim()));
+    case 'dmarc': {
+      // Any DMARC record will do for the default one; a ramp's step is published only when its policy is.
+      const want = /;\s*p=(\w+)/i.exec(record.value)?.[1]?.toLowerCase();
+      ok = lookup.txt.some((t) => /^v=dmarc1/i.test(t.trim()) && (!want || /;\s*p=(\w+)/i.exec(t)?.[1]?.toLowerCase() === want));
       break;
+    }
     default:
       ok = lookup.txt.some((t) => squash(t) === squash(record.value));
   }

@@ -1,3 +1,4 @@
+import { writeCheckedRecords } from '../../db/sql/domain-records';
 import type { Logger } from 'pino';
 import type { Orm } from '../../db/orm';
 import { Domain } from '../../db/entities';
@@ -26,13 +27,9 @@ export async function checkDomain(deps: DomainVerificationDeps, domainId: string
   const matched = records.length > 0 && records.every((r) => !r.required || r.status === 'verified');
   const now = deps.clock.now();
   const status = domain.status === 'verified' || matched ? 'verified' : 'pending';
-  // Written only if the tracking host (whose change rewrites `records`, PATCH /domains/:id) is
-  // still the one read: a check that raced such a change must not put the old records back.
-  const written = await em.nativeUpdate(
-    Domain,
-    { id: domainId, trackingHost: domain.trackingHost },
-    { records, lastCheckedAt: now, status, ...(status === 'verified' && !domain.verifiedAt ? { verifiedAt: now } : {}) },
-  );
+  // Written only over the records read: a check that raced a change of them (the tracking host,
+  // a DKIM switch, a DMARC step, MTA-STS hosting) must not put the old ones back; it looks again.
+  const written = await writeCheckedRecords(em, { domainId, from: domain.records, records, at: now, status });
   if (!written) return attempt < 3 ? checkDomain(deps, domainId, attempt + 1) : { status: domain.status };
   deps.log.info({ domainId, status, records: records.map((r) => `${r.purpose}:${r.status}`) }, 'domain checked');
   return { status };
