@@ -62,7 +62,11 @@ for (const windowHours of [0, 1]) {
       const when = Date.now() + 8_000;
       const id = await send({ to, scheduled_at: new Date(when).toISOString() });
       await waitFor(async () => s.sink.received.some((m) => m.envelopeTo.includes(to)), 'the message at the sink', 30_000);
-      const email = (await s.call('GET', `/api/v1/emails/${id}`)).body;
+      // The sink has it before the pass records it: wait for the `sent` event too.
+      const email = await waitFor(async () => {
+        const e = (await s.call('GET', `/api/v1/emails/${id}`)).body;
+        return e.events.some((x: { type: string }) => x.type === 'sent') ? e : undefined;
+      }, 'the sent event');
       const sentAt = Date.parse(email.events.find((e: { type: string }) => e.type === 'sent').at);
       assert.ok(sentAt >= when - 1000, `sent at its time (${sentAt - when} ms after scheduled_at)`);
 
