@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import { html, type Html } from '../html';
 import { csrfField, listTable, refusal, seeOther } from '../layout';
 import { consoleRouter, field, orgAuth, session, type ConsoleContext, type ConsoleDeps } from '../state';
-import type { DomainView } from './domains-detail';
+import { domainOfPath, type DomainView } from './domains-detail';
 import { dmarcDays, markSource, type DmarcSourceStats } from '../../db/sql/dmarc-reports';
 import { operatorAudit } from '../../core/limits/operator';
 
@@ -78,9 +78,9 @@ export function dmarcReportsRoutes(deps: ConsoleDeps) {
 
   router.post('/console/o/:org/domains/:id/dmarc-sources', async (ctx) => {
     const a = orgAuth(ctx);
-    const found = await deps.api.call(a, 'GET', `/domains/${encodeURIComponent(ctx.params.id)}`);
-    if (!found.ok) return refusal(ctx, 404, 'No such domain.');
-    const domainId = (found.body as DomainView).id;
+    const found = await domainOfPath(deps, ctx);
+    if (!found) return refusal(ctx, 404, 'No such domain.');
+    const domainId = found.id;
     const sourceIp = field(ctx, 'source_ip');
     const flag = field(ctx, 'unauthorized');
     if (!isIP(sourceIp)) return refusal(ctx, 422, 'The source is an IP address.');

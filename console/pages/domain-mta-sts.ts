@@ -1,7 +1,7 @@
 import { html, type Html } from '../html';
 import { csrfField, refusal, seeOther, when } from '../layout';
 import { consoleRouter, field, orgAuth, session, type ConsoleContext, type ConsoleDeps } from '../state';
-import type { DomainView } from './domains-detail';
+import { domainOfPath, type DomainView } from './domains-detail';
 import {
   HOSTED_MODES,
   MAX_AGE,
@@ -122,16 +122,16 @@ export function mtaStsRoutes(deps: ConsoleDeps) {
     if (s.operator.role !== 'platform') return refusal(ctx, 403, 'Only a platform operator can change the MTA-STS mode.');
     const a = orgAuth(ctx);
     // The domain must be this organization's: the API's read decides.
-    const found = await deps.api.call(a, 'GET', `/domains/${encodeURIComponent(ctx.params.id)}`);
-    if (!found.ok) return refusal(ctx, 404, 'No such domain.');
+    const found = await domainOfPath(deps, ctx);
+    if (!found) return refusal(ctx, 404, 'No such domain.');
     const mode = field(ctx, 'mode');
-    const back = `/console/o/${a.organization.id}/domains/${found.body.id}`;
+    const back = `/console/o/${a.organization.id}/domains/${found.id}`;
     if (!HOSTED_MODES.includes(mode as HostedMode)) {
       return refusal(ctx, 422, `The MTA-STS mode is ${HOSTED_MODES.join(' or ')}.`);
     }
     const r = await setHostingMode(
       deps.orm,
-      { domainId: found.body.id, mode: mode as HostedMode, publicBase: deps.publicBase },
+      { domainId: found.id, mode: mode as HostedMode, publicBase: deps.publicBase },
       `console:${s.operator.email}`,
     );
     if (!r.hosting) return refusal(ctx, 404, 'This domain has no return path of its own, so there is no policy to host.');

@@ -3,7 +3,7 @@ import { WARMUP_STAGES } from '../../core/limits/caps';
 import { html } from '../html';
 import { csrfField, refusal, renderPage, when, seeOther } from '../layout';
 import { consoleRouter, field, orgAuth, session, type ConsoleContext, type ConsoleDeps } from '../state';
-import { domainTransport, recordsTable, transportForm, usageTable, type DomainView } from './domains-detail';
+import { domainTransport, recordsTable, transportForm, usageTable, type DomainView, domainOfPath } from './domains-detail';
 import { TRANSPORTS, setTransport } from '../../core/delivery/transport';
 import { dkimSection } from './domain-dkim';
 import { mtaStsSection } from './domain-mta-sts';
@@ -179,19 +179,19 @@ export function domainRoutes(deps: ConsoleDeps) {
     if (s.operator.role !== 'platform') return refusal(ctx, 403, 'Only a platform operator can set the warm-up stage.');
     const a = orgAuth(ctx);
     // The domain must be this organization's (setWarmupStage takes any id): the API's read decides.
-    const found = await deps.api.call(a, 'GET', `/domains/${encodeURIComponent(ctx.params.id)}`);
-    if (!found.ok) return refusal(ctx, 404, 'No such domain.');
+    const found = await domainOfPath(deps, ctx);
+    if (!found) return refusal(ctx, 404, 'No such domain.');
     const raw = field(ctx, 'stage');
     const stage = raw === 'off' ? null : /^\d+$/.test(raw) ? Number(raw) : NaN;
     try {
-      await setWarmupStage(deps.orm, found.body.id, stage, `console:${s.operator.email}`);
+      await setWarmupStage(deps.orm, found.id, stage, `console:${s.operator.email}`);
     } catch (err) {
       if (err instanceof OperatorError) {
         return detail(ctx, { status: 400, message: `The warm-up stage must be off or 1 to ${WARMUP_STAGES.length}.` });
       }
       throw err;
     }
-    seeOther(ctx, `/console/o/${a.organization.id}/domains/${found.body.id}?done=warmup_set`);
+    seeOther(ctx, `/console/o/${a.organization.id}/domains/${found.id}?done=warmup_set`);
   });
 
   // Platform only: transport selection is no API write (spec); core's setTransport, audited.
@@ -199,17 +199,17 @@ export function domainRoutes(deps: ConsoleDeps) {
     const s = session(ctx);
     if (s.operator.role !== 'platform') return refusal(ctx, 403, 'Only a platform operator can set the transport.');
     const a = orgAuth(ctx);
-    const found = await deps.api.call(a, 'GET', `/domains/${encodeURIComponent(ctx.params.id)}`);
-    if (!found.ok) return refusal(ctx, 404, 'No such domain.');
+    const found = await domainOfPath(deps, ctx);
+    if (!found) return refusal(ctx, 404, 'No such domain.');
     const choice = field(ctx, 'transport');
     if (choice !== 'inherit' && !TRANSPORTS.includes(choice as Transport))
       return detail(ctx, { status: 422, message: `The transport is inherit, ${TRANSPORTS.join(' or ')}.` });
     await setTransport(
       deps.orm,
-      { organizationId: a.organization.id, domainId: found.body.id, transport: choice as Transport | 'inherit' },
+      { organizationId: a.organization.id, domainId: found.id, transport: choice as Transport | 'inherit' },
       `console:${s.operator.email}`,
     );
-    seeOther(ctx, `/console/o/${a.organization.id}/domains/${found.body.id}?done=transport_set`);
+    seeOther(ctx, `/console/o/${a.organization.id}/domains/${found.id}?done=transport_set`);
   });
 
   return router;

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { runSql } from './run';
 
 export type DkimKeyState = 'pending' | 'active' | 'retiring' | 'revoked';
 
@@ -24,8 +25,7 @@ export interface DkimKeyRow {
 const COLUMNS = `id, domain_id, selector, algorithm, public_key, state, rotation_id, matching_checks, last_observed,
   last_checked_at, created_at, activated_at, retiring_at, revoke_after, revoked_at`;
 
-const run = <T>(em: EntityManager, sql: string, values: unknown[]) =>
-  em.getConnection().execute<T[]>(sql, values, 'all', em.getTransactionContext());
+const run = runSql;
 
 export function listDkimKeys(em: EntityManager, domainId: string): Promise<DkimKeyRow[]> {
   return run<DkimKeyRow>(

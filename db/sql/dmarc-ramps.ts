@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { runSql } from './run';
 
 export type DmarcRampStep = 'none' | 'quarantine' | 'reject';
 export type DmarcRampRequest = 'advance' | 'back' | 'stop';
@@ -30,8 +31,7 @@ export interface DmarcRampRow {
   updated_at: Date;
 }
 
-const run = <T>(em: EntityManager, sql: string, values: unknown[]) =>
-  em.getConnection().execute<T[]>(sql, values, 'all', em.getTransactionContext());
+const run = runSql;
 
 export async function readDmarcRamp(em: EntityManager, domainId: string, forUpdate = false): Promise<DmarcRampRow | null> {
   const rows = await run<DmarcRampRow>(em, `select * from dmarc_ramps where domain_id = ?${forUpdate ? ' for update' : ''}`, [domainId]);

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Orm } from '../orm';
 import { uuidv7 } from '../ids';
+import { runSql } from './run';
 
 // DMARC aggregate reports (issue 41): stored by core/dmarc/ingest.ts, shown per day by the
 // console, summed over a period by the ramp's gate. A row's day is its report's begin (UTC).
@@ -22,8 +23,7 @@ export interface DmarcStats {
   sources: DmarcSourceStats[];
 }
 
-const run = <T>(em: EntityManager, sql: string, values: unknown[]) =>
-  em.getConnection().execute<T[]>(sql, values, 'all', em.getTransactionContext());
+const run = runSql;
 
 /** A row is aligned when either DKIM or SPF passed aligned (RFC 7489 §6.6.2): that is a DMARC pass. */
 const ALIGNED = `(r.dkim_aligned or r.spf_aligned)`;

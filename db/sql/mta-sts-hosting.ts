@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Orm } from '../orm';
 import type { DnsRecord } from '../entities';
+import { runSql } from './run';
 
 // MTA-STS hosting (RFC 8461) for the return-path hosts whose MX is the inbound listener, and the
 // TLS-RPT reports (RFC 8460) senders post about them. The rules live in core/domains/mta-sts-hosting.ts.
@@ -38,8 +39,7 @@ const toRow = (r: RawHosting): HostingRow => ({
   changedAt: new Date(r.changed_at),
 });
 
-const run = <T>(em: EntityManager, sql: string, params: unknown[]) =>
-  em.getConnection().execute<T[]>(sql, params, 'all', em.getTransactionContext());
+const run = runSql;
 
 export async function readHosting(em: EntityManager, host: string): Promise<HostingRow | null> {
   const [row] = await run<RawHosting>(em, `select ${COLUMNS} from mta_sts_hosting where host = ?`, [host]);
