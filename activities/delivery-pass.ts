@@ -6,6 +6,7 @@ import type { Secrets } from '../core/secrets';
 import { PermanentFailure } from './errors';
 import { testModeOutcome } from './outcomes';
 import { DEFAULT_MAX_AGE_MS, isDue, messageOf, Outcomes, type Message, type PassRecipient, type RetryRule } from './pass-outcomes';
+import { OutcomeCommit } from './outcome-commit';
 import { createLiveSender, type LiveSenderDeps } from './send-live';
 import { loadSenderIdentities } from './sender-identity';
 
@@ -17,6 +18,8 @@ export interface DeliveryDeps extends LiveSenderDeps {
   secrets?: Secrets;
   /** RETRY_MAX_AGE_HOURS: how long mail an MX refuses for now is tried again (default 96 h). */
   retryMaxAgeMs?: number;
+  /** How long a settled outcome waits for others to share its statement (activities/outcome-commit.ts). */
+  outcomeWindowMs?: number;
 }
 
 const FINAL_STATUSES = new Set(['sent', 'delivered', 'bounced', 'complained', 'failed', 'suppressed', 'canceled', 'unconfirmed']);
@@ -34,11 +37,15 @@ export interface DeliveryPass {
    * One delivery pass over claimed messages: rows read in a few statements for all of them, the
    * live ones' recipients committed `in_flight` together before any SMTP transaction, every live
    * message handed to the relay at once (the send gate and the mailer's pool bound the
-   * connections), then every outcome (recipient states, events, message statuses) written by one
-   * statement, after the hard bounces' suppressions (db/sql/suppress-address.ts). A message whose
-   * pass was interrupted keeps its status (`sending`) and comes back with the error to retry on.
+   * connections). Each outcome (recipient states, events, message status) commits as the relay
+   * answers, after its hard bounces' suppressions (db/sql/suppress-address.ts), group-committed
+   * with every other pass's of the process (activities/outcome-commit.ts), before its send slot is
+   * free; test-mode outcomes commit together. A pass run again after a crash reads what committed
+   * and hands over only the rest. A message whose pass was interrupted keeps its status (`sending`)
+   * and comes back with the error to retry on. `owner`: the run whose claim this pass serves; a
+   * message claimed by another run since is answered `queued` and left alone.
    */
-  deliverMany(emailIds: string[]): Promise<Delivered[]>;
+  deliverMany(emailIds: string[], owner?: string): Promise<Delivered[]>;
   /**
    * Records messages failed for good: each one's recipients still due become `failed` with the
    * reason, in one statement for all of them. A message already final keeps its status.
@@ -50,6 +57,10 @@ export function createDeliveryPass(deps: DeliveryDeps): DeliveryPass {
   const { orm, clock, log, secrets } = deps;
   const retryRule: RetryRule = { maxAgeMs: deps.retryMaxAgeMs ?? DEFAULT_MAX_AGE_MS };
   const sendLive = createLiveSender(deps);
+  // A group holding as many messages as the pool has connections (half the send slots) starts at
+  // once: past that, a connection would wait for a slot held only by an outcome not yet written.
+  const outcomes = new OutcomeCommit(orm, { windowMs: deps.outcomeWindowMs, fullAt: Math.max(1, Math.floor((deps.sendSlots ?? 16) / 2)) });
+  const commit = outcomes.record.bind(outcomes);
 
   /** Test mode: the outcome table instead of SMTP. */
   function simulate(out: Outcomes, email: PassEmail, recipients: PassRecipient[]): void {
@@ -79,11 +90,15 @@ export function createDeliveryPass(deps: DeliveryDeps): DeliveryPass {
   }
 
   /** The open messages of a pass that are `sending` (claimed); any other is answered at once. */
-  async function readClaimed(emailIds: string[]): Promise<{ active: Message[]; done: Delivered[] }> {
+  async function readClaimed(emailIds: string[], owner?: string): Promise<{ active: Message[]; done: Delivered[] }> {
     const { open, done } = await readOpen(emailIds);
     const active: Message[] = [];
     for (const email of open) {
-      if (email.status === 'sending') active.push(messageOf(email));
+      // Claimed by another run: this pass deferred it before a crash, the outbox released it when
+      // its time came and a new run holds it now. For this pass it was deferred; the new run sends.
+      const taken = owner !== undefined && email.claimed_by !== null && email.claimed_by !== owner;
+      if (email.status === 'sending' && taken) done.push({ id: email.id, status: 'queued' });
+      else if (email.status === 'sending') active.push(messageOf(email));
       // Deferred by an earlier try of this same pass (an engine retry after the outcome committed):
       // it waits in its row for its next attempt, which is that pass's answer.
       else if (email.status === 'queued' && email.retry_reason !== null) done.push({ id: email.id, status: 'queued' });
@@ -99,10 +114,11 @@ export function createDeliveryPass(deps: DeliveryDeps): DeliveryPass {
 
   /**
    * Hands the live messages of a pass to the relay, their rows' extras read in one query per kind
-   * for all of them: attachments (only of messages that have some) and the sender identities.
-   * Answers the error of each message that did not finish.
+   * for all of them: attachments (only of messages that have some) and the sender identities. Each
+   * message's outcome commits as its transactions are answered. Answers each message's end; throws
+   * when an outcome could not be written (the database), after every message has ended.
    */
-  async function sendAllLive(out: Outcomes, live: Message[], inFlight: Map<string, PassRecipient[]>): Promise<Map<string, unknown>> {
+  async function sendAllLive(live: Message[], inFlight: Map<string, PassRecipient[]>): Promise<Delivered[]> {
     const [attachments, identities] = await Promise.all([
       readPassAttachments(
         orm,
@@ -112,30 +128,50 @@ export function createDeliveryPass(deps: DeliveryDeps): DeliveryPass {
     ]);
     const attachmentsOf = new Map<string, PassAttachment[]>();
     for (const a of attachments) attachmentsOf.set(a.email_id, [...(attachmentsOf.get(a.email_id) ?? []), a]);
-    const errors = new Map<string, unknown>();
-    await Promise.all(
-      live.map(async (m) => {
+    const unwritten: unknown[] = [];
+    const results = await Promise.all(
+      live.map(async (m): Promise<Delivered> => {
         const dropped = new Set(m.recipients.filter((r) => r.state === 'suppressed').map((r) => r.address));
         const extras = { attachments: attachmentsOf.get(m.email.id) ?? [], identity: identities.get(m.email.domain_id) ?? {} };
+        const out = new Outcomes(retryRule);
+        let status = m.email.status;
+        const record = async (last: boolean, failure: Error | null) => {
+          if (last && failure === null) status = out.finish(m, clock.now());
+          try {
+            await out.write(orm, clock.now(), commit);
+          } catch (err) {
+            unwritten.push(err);
+            throw err;
+          }
+        };
         try {
-          await sendLive(out, m.email, inFlight.get(m.email.id) ?? [], dropped, extras);
-        } catch (err) {
-          errors.set(m.email.id, err);
+          await sendLive(out, m.email, inFlight.get(m.email.id) ?? [], dropped, extras, record);
+          return { id: m.email.id, status };
+        } catch (error) {
+          return { id: m.email.id, status: m.email.status, error };
         }
       }),
     );
-    return errors;
+    // The relay may have taken a message whose outcome did not commit: the whole pass is tried
+    // again (the engine's retry), and only what is not recorded goes again.
+    if (unwritten.length > 0) throw unwritten[0];
+    return results;
   }
 
   return {
-    async deliverMany(emailIds) {
-      const { active, done } = await readClaimed(emailIds);
+    async deliverMany(emailIds, owner) {
+      const { active, done } = await readClaimed(emailIds, owner);
       if (active.length === 0) return done;
-      const out = new Outcomes(retryRule);
       const due = (m: Message) => m.recipients.filter(isDue);
-      const live = active.filter((m) => m.email.mode === 'live' && due(m).length > 0);
-      for (const m of active) if (m.email.mode === 'test') simulate(out, m.email, due(m));
-      let errors = new Map<string, unknown>();
+      const isLive = (m: Message) => m.email.mode === 'live' && due(m).length > 0;
+      // Test mode (and live messages with no one left to send to): settled here, written together.
+      const settled = new Outcomes(retryRule);
+      const others = active.filter((m) => !isLive(m));
+      for (const m of others) if (m.email.mode === 'test') simulate(settled, m.email, due(m));
+      const results: Delivered[] = others.map((m) => ({ id: m.email.id, status: settled.finish(m, clock.now()) }));
+      const written = settled.write(orm, clock.now(), commit);
+      written.catch(() => undefined); // awaited below, after the live messages
+      const live = active.filter(isLive);
       if (live.length > 0) {
         // Commit "in flight" before talking SMTP: a retry then knows these may have been handed over.
         const inFlight = new Map(live.map((m) => [m.email.id, due(m)]));
@@ -145,17 +181,13 @@ export function createDeliveryPass(deps: DeliveryDeps): DeliveryPass {
           clock.now(),
         );
         for (const rs of inFlight.values()) for (const r of rs) r.state = 'in_flight';
-        errors = await sendAllLive(out, live, inFlight);
+        results.push(...(await sendAllLive(live, inFlight)));
       }
-      const now = clock.now();
-      const results: Delivered[] = active.map((m) => {
-        const error = errors.get(m.email.id);
-        return error === undefined ? { id: m.email.id, status: out.finish(m, now) } : { id: m.email.id, status: m.email.status, error };
-      });
-      await out.write(orm, clock.now());
-      for (const [i, r] of results.entries()) {
-        if (r.error === undefined && r.status === 'queued') log.info({ emailId: r.id, mode: active[i].email.mode }, 'delivery deferred');
-        else if (r.error === undefined) log.info({ emailId: r.id, status: r.status, mode: active[i].email.mode }, 'delivery finished');
+      await written;
+      const modeOf = new Map(active.map((m) => [m.email.id, m.email.mode]));
+      for (const r of results) {
+        if (r.error === undefined && r.status === 'queued') log.info({ emailId: r.id, mode: modeOf.get(r.id) }, 'delivery deferred');
+        else if (r.error === undefined) log.info({ emailId: r.id, status: r.status, mode: modeOf.get(r.id) }, 'delivery finished');
       }
       return [...done, ...results];
     },

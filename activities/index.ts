@@ -8,6 +8,7 @@ import type { AutomationRunActivities } from '../workflows/automation-run';
 import type { DkimRotationActivities } from '../workflows/dkim-rotation';
 import type { DmarcRampActivities } from '../workflows/dmarc-ramp';
 import type { DnsResolver } from '../core/domains/dns';
+import type { CloudflareSettings } from '../core/dns-publish/cloudflare';
 import { createDeliveryPass, type DeliveryDeps } from './delivery-pass';
 import { createSendEmailActivities } from './send-email';
 import { createSendBatchActivities } from './send-batch';
@@ -28,7 +29,15 @@ export type Activities = SendEmailActivities &
   AutomationRunActivities &
   DkimRotationActivities &
   DmarcRampActivities;
-export type ActivityDeps = DeliveryDeps & WebhookDeliveryDeps & BroadcastDeps & { dns: DnsResolver };
+export type ActivityDeps = DeliveryDeps &
+  WebhookDeliveryDeps &
+  BroadcastDeps & {
+    dns: DnsResolver;
+    /** Where MTA-STS hosting's records point (PUBLIC_URL): hosting starts when a domain verifies. */
+    publicBase?: string;
+    /** Where DNS records are published for internal organizations (the DMARC ramp's steps, the DKIM rotation's keys). */
+    cloudflare?: CloudflareSettings;
+  };
 
 /** Every activity the workflows call, built from narrow dependencies. */
 export function createActivities(deps: ActivityDeps): Activities {

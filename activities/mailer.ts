@@ -1,6 +1,7 @@
 import { createPrivateKey, type KeyObject } from 'node:crypto';
 import nodemailer from 'nodemailer';
 import type Mail from 'nodemailer/lib/mailer';
+import { signTwice, type DualDkim } from './dkim-sign';
 
 /** One mailbox as a header names it. */
 export interface HeaderAddress {
@@ -23,8 +24,11 @@ export interface OutgoingMessage {
   /** SMTP envelope: who is actually handed the message in this attempt. */
   envelope: { from: string; to: string[] };
   date: Date;
-  /** Signs the message with the sender domain's key (nodemailer's DKIM signer, relaxed/relaxed, rsa-sha256). */
-  dkim?: { domainName: string; keySelector: string; privateKey: string };
+  /**
+   * Signs the message with the sender domain's key (nodemailer's DKIM signer, relaxed/relaxed, rsa-sha256);
+   * with `ed25519` (the domain's active Ed25519 key) signed by both keys instead (signedTwice).
+   */
+  dkim?: { domainName: string; keySelector: string; privateKey: string; ed25519?: { keySelector: string; privateKey: string } };
 }
 
 export interface RecipientRejection {
@@ -140,6 +144,15 @@ export function mailOptions(msg: OutgoingMessage): Mail.Options {
 }
 
 /**
+ * A message whose domain has an active Ed25519 key (msg.dkim.ed25519): composed, then signed with
+ * both keys (RFC 8463; activities/dkim-sign.ts), as options to send on either transport. Others go
+ * through mailOptions, nodemailer signing them itself.
+ */
+export function signedTwice(msg: OutgoingMessage & { dkim: DualDkim }): Promise<Mail.Options> {
+  return signTwice(mailOptions({ ...msg, dkim: undefined }), msg.dkim, DKIM_HEADERS);
+}
+
+/**
  * The relay (or the dev inbox) over a pool of `connections` SMTP connections kept open between
  * messages: a connection per message cost more than the message (the relay's greeting, its
  * reverse lookup of us, EHLO; about 100 ms on loopback against 11 ms pooled). One transaction
@@ -153,7 +166,7 @@ export function createSmtpMailer(url: string, finalDestination: boolean, connect
   return {
     finalDestination,
     async send(msg) {
-      const mail = mailOptions(msg);
+      const mail = msg.dkim?.ed25519 ? await signedTwice(msg as OutgoingMessage & { dkim: DualDkim }) : mailOptions(msg);
       try {
         const info = await transport.sendMail(mail);
         const accepted = (info.accepted as (string | { address: string })[]).map((a) =>

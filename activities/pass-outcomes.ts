@@ -36,7 +36,10 @@ export function messageOf(email: PassEmail): Message {
 /** A recipient still to be handed over: never tried, or tried without an answer. */
 export const isDue = (r: { state: RecipientState }) => r.state === 'pending' || r.state === 'in_flight';
 
-/** What a pass settles, written by one statement at its end (db/sql/delivery-pass.ts). */
+/**
+ * What a pass settles, of one message or several: written as it is settled (each live message's
+ * outcome when the relay answers it) by the process's group commit, or by a statement of its own.
+ */
 export class Outcomes {
   readonly changed = new Set<PassRecipient>();
   readonly events: PassOutcomes['events'] = [];
@@ -106,17 +109,25 @@ export class Outcomes {
     return status;
   }
 
-  async write(orm: Orm, at: Date): Promise<void> {
-    // Listed before the outcome commits: a crash in between sends again to a listed address
-    // (bounced again), never records a bounce whose address is not listed.
-    for (const s of this.suppress) {
-      await suppressAddress(orm.em.fork(), { ...s, reason: 'bounce', bounceContact: true });
-    }
-    await recordPassOutcomes(orm, {
+  /**
+   * Writes what was settled since the last write: the hard bounces' suppressions first, then the
+   * recipient states, events and message statuses through `record` (the process's group commit,
+   * activities/outcome-commit.ts), or by a statement of their own.
+   */
+  async write(orm: Orm, at: Date, record: (o: PassOutcomes) => Promise<void> = (o) => recordPassOutcomes(orm, o)): Promise<void> {
+    const suppress = this.suppress.splice(0);
+    const outcomes: PassOutcomes = {
       at,
       recipients: [...this.changed].map((r) => ({ id: r.id, state: r.state, tried: r.tried })),
-      events: this.events,
-      emails: this.emails,
-    });
+      events: this.events.splice(0),
+      emails: this.emails.splice(0),
+    };
+    this.changed.clear();
+    // Listed before the outcome commits: a crash in between sends again to a listed address
+    // (bounced again), never records a bounce whose address is not listed.
+    for (const s of suppress) {
+      await suppressAddress(orm.em.fork(), { ...s, reason: 'bounce', bounceContact: true });
+    }
+    await record(outcomes);
   }
 }

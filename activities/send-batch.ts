@@ -16,12 +16,12 @@ export function createSendBatchActivities(deps: { orm: Orm; clock: Clock }, pass
       return emailIds.filter((id) => claimed.has(id));
     },
 
-    async deliverBatch(emailIds) {
+    async deliverBatch(emailIds, batchId) {
       // What a message's pass threw goes back in the answer: the body retries what the relay
       // refused for now on its own backoff; only trouble with the pass itself is thrown.
       const retry: Unsent[] = [];
       const failed: Unsent[] = [];
-      for (const r of await pass.deliverMany(emailIds)) {
+      for (const r of await pass.deliverMany(emailIds, batchId)) {
         if (r.error === undefined) continue;
         (isNonRetryable(r.error) ? failed : retry).push({ id: r.id, detail: describeFailure(r.error) });
       }

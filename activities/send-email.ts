@@ -33,7 +33,7 @@ export function createSendEmailActivities(deps: { orm: Orm; clock: Clock }, pass
     },
 
     async deliver(emailId) {
-      const [r] = await pass.deliverMany([emailId]);
+      const [r] = await pass.deliverMany([emailId], emailId);
       if (r.error !== undefined) throw r.error;
       return { status: r.status };
     },

@@ -9,7 +9,7 @@ import type { Mailer, OutgoingMessage } from './mailer';
 import type { Outcomes, PassRecipient } from './pass-outcomes';
 import { SendGate } from './send-gate';
 import type { Identity } from './sender-identity';
-import { RelayAnswers, settleRecipients } from './smtp-outcome';
+import { relayFailure, RelayAnswers, settleRecipients } from './smtp-outcome';
 
 export interface LiveSenderDeps {
   mailer: Mailer;
@@ -33,10 +33,18 @@ export interface LiveExtras {
 }
 
 /**
+ * Makes what `out` settled durable (activities/delivery-pass.ts: through the process's group
+ * commit). Called after each SMTP transaction's answer, inside its send slot: the slot is free again
+ * only once the outcome has committed, so what a crash can send twice is at most one transaction
+ * per slot. `last`: the message's last answer, with `failure`, what its run retries on (null: none).
+ */
+export type RecordOutcome = (last: boolean, failure: Error | null) => Promise<void>;
+
+/**
  * Hands one live message to the relay. `recipients` are the ones due now, already committed
  * `in_flight`; `dropped` the addresses suppressed at acceptance, which no header names. Records
- * each recipient's outcome in `out` and throws what should be retried, after recording what
- * earlier transactions settled.
+ * each recipient's outcome in `out` as its transaction is answered, `record` making it durable,
+ * and throws what should be retried.
  */
 export type SendLive = (
   out: Outcomes,
@@ -44,6 +52,7 @@ export type SendLive = (
   recipients: PassRecipient[],
   dropped: Set<string>,
   extras: LiveExtras,
+  record: RecordOutcome,
 ) => Promise<void>;
 
 /** The live sender of a worker: every message it hands over shares one gate on the SMTP transactions in flight. */
@@ -54,7 +63,7 @@ export function createLiveSender(deps: LiveSenderDeps): SendLive {
   // transactions in flight bounded.
   const directGate = new SendGate(DIRECT_SLOTS);
 
-  return async (out, email, recipients, dropped, { attachments, identity }) => {
+  return async (out, email, recipients, dropped, { attachments, identity }, record) => {
     if (identity.error !== undefined) throw identity.error;
     const direct = identity.transport === 'direct';
     if (direct && !deps.direct) throw new Error('this worker has no direct transport configured');
@@ -87,19 +96,33 @@ export function createLiveSender(deps: LiveSenderDeps): SendLive {
     // `bounces+<token>@host`, so a bounce coming back names exactly one (message, recipient).
     // Without one (domains made by an operator without DNS identity), one transaction for all.
     const host = identity.returnPathHost;
-    const envelopes =
+    const transactions =
       host && returnPaths
-        ? recipients.map((r) => ({ from: returnPaths.address(r.id, host), to: [r.address] }))
-        : [{ from: from.address, to: recipients.map((r) => r.address) }];
-    const answers = new RelayAnswers();
-    for (const envelope of envelopes) {
-      try {
-        answers.took(await lane.run(email.stream === 'transactional', () => mailer.send({ ...message, envelope })));
-      } catch (err) {
-        if (!answers.failed(err, envelope.to)) break;
-      }
+        ? recipients.map((r) => ({ envelope: { from: returnPaths.address(r.id, host), to: [r.address] }, recipients: [r] }))
+        : [{ envelope: { from: from.address, to: recipients.map((r) => r.address) }, recipients }];
+    const all = new RelayAnswers();
+    let retryLater = 0;
+    for (const [i, t] of transactions.entries()) {
+      const goOn = await lane.run(email.stream === 'transactional', async () => {
+        const answers = new RelayAnswers();
+        let goOn = true;
+        try {
+          answers.took(await mailer.send({ ...message, envelope: t.envelope }));
+        } catch (err) {
+          goOn = answers.failed(err, t.envelope.to);
+        }
+        all.add(answers);
+        // Interrupted: the recipients of the transactions not tried wait for the retry too.
+        const last = !goOn || i === transactions.length - 1;
+        const settled = last ? transactions.slice(i).flatMap((x) => x.recipients) : t.recipients;
+        retryLater += settleRecipients(out, email, settled, answers, mailer);
+        await record(last, last ? relayFailure(all, retryLater) : null);
+        return goOn;
+      });
+      if (!goOn) break;
     }
-    settleRecipients(out, email, recipients, answers, mailer);
+    const failure = relayFailure(all, retryLater);
+    if (failure) throw failure;
   };
 }
 

@@ -28,7 +28,17 @@ export async function loadSenderIdentities(orm: Orm, secrets: Secrets | undefine
     try {
       identities.set(d.id, {
         ...(d.dkim_selector && d.dkim_private_key_enc && secrets
-          ? { dkim: { domainName: d.name, keySelector: d.dkim_selector, privateKey: secrets.decrypt(d.dkim_private_key_enc) } }
+          ? {
+              dkim: {
+                domainName: d.name,
+                keySelector: d.dkim_selector,
+                privateKey: secrets.decrypt(d.dkim_private_key_enc),
+                // Only an active key: its record resolved before the rotation switched to it.
+                ...(d.dkim_ed25519_selector && d.dkim_ed25519_private_key_enc
+                  ? { ed25519: { keySelector: d.dkim_ed25519_selector, privateKey: secrets.decrypt(d.dkim_ed25519_private_key_enc) } }
+                  : {}),
+              },
+            }
           : {}),
         ...(d.return_path_host ? { returnPathHost: d.return_path_host } : {}),
         ...(d.tracking_host ? { trackingHost: d.tracking_host } : {}),

@@ -10,6 +10,13 @@ export class RelayAnswers {
   /** What stopped the transactions (the connection or the relay failed); null when every one was answered. */
   interrupted: unknown = null;
 
+  /** Another transaction's answers, after these. */
+  add(other: RelayAnswers): void {
+    this.accepted.push(...other.accepted);
+    this.rejected.push(...other.rejected);
+    this.interrupted ??= other.interrupted;
+  }
+
   /** A transaction the relay took, for some or all of its recipients. */
   took(outcome: SendOutcome): void {
     this.accepted.push(...outcome.accepted);
@@ -37,8 +44,8 @@ export class RelayAnswers {
 /**
  * Records each due recipient's outcome from the relay's answers: taken (`sent`, or `delivered`
  * when the mailer is the final destination), refused with 5xx (a hard bounce: the address goes on
- * the list and its contact becomes `bounced`), or anything else (`pending`, for the retry). Then
- * throws what should be retried: the interruption, or the recipients refused for now.
+ * the list and its contact becomes `bounced`), or anything else (`pending`, for the retry).
+ * Answers how many are to be tried again by the message's run (relayFailure says why).
  */
 export function settleRecipients(
   out: Outcomes,
@@ -46,7 +53,7 @@ export function settleRecipients(
   recipients: PassRecipient[],
   answers: RelayAnswers,
   mailer: { finalDestination: boolean; defers?: boolean },
-): void {
+): number {
   const { finalDestination } = mailer;
   const acceptedSet = new Set(answers.accepted);
   const rejectedBy = new Map(answers.rejected.map((r) => [r.address, r]));
@@ -72,17 +79,27 @@ export function settleRecipients(
       retryLater += 1;
     }
   }
+  return retryLater;
+}
+
+/**
+ * What a message's run should retry on, from all its transactions' answers and the recipients
+ * settled for a retry: the interruption, or the recipients refused for now; null when none.
+ */
+export function relayFailure(answers: RelayAnswers, retryLater: number): Error | null {
   const interrupted = answers.interrupted;
-  if (interrupted !== null && !(interrupted instanceof SmtpTransactionError)) throw interrupted;
+  if (interrupted !== null && !(interrupted instanceof SmtpTransactionError))
+    return interrupted instanceof Error ? interrupted : new Error(String(interrupted));
   if (interrupted instanceof SmtpTransactionError) {
-    throw new TransientDeliveryError(`SMTP ${interrupted.code ?? 'connection'} error: ${interrupted.message}`);
+    return new TransientDeliveryError(`SMTP ${interrupted.code ?? 'connection'} error: ${interrupted.message}`);
   }
   if (retryLater > 0) {
-    throw new TransientDeliveryError(
+    return new TransientDeliveryError(
       `${retryLater} recipient(s) temporarily refused: ${answers.rejected
         .map((r) => r.response)
         .join('; ')
         .slice(0, 500)}`,
     );
   }
+  return null;
 }

@@ -98,7 +98,8 @@ export function createApp(deps: AppDeps): Koa<ApiState> {
   const emails = emailRoutes({ ...deps, templates });
   api.use(emails.routes());
   api.use(keyRoutes(deps).routes());
-  api.use(domainRoutes(deps).routes());
+  // A check that verifies a domain hosts its MTA-STS policy, whose records name the console's PUBLIC_URL.
+  api.use(domainRoutes({ ...deps, domains: { publicBase: deps.console?.publicBase, ...deps.domains } }).routes());
   api.use(organizationRoutes(deps).routes());
   api.use(auditLogRoutes(deps).routes());
   api.use(contactRoutes(deps).routes());

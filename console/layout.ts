@@ -75,7 +75,9 @@ const NOTICES: Record<string, string> = {
   dmarc_source_unauthorized: 'The source was marked unauthorized: the DMARC ramp no longer waits for it to pass.',
   dmarc_source_authorized: 'The source was marked authorized: the DMARC ramp waits for it to pass aligned.',
   dmarc_source_unchanged: 'The source was already marked so; nothing changed.',
-  dmarc_ramp_started: 'The DMARC ramp started at p=none: publish the _dmarc record below.',
+  mta_sts_hosted: 'The MTA-STS policy is hosted: publish its records below.',
+  dmarc_ramp_started:
+    'The DMARC ramp started: publish the _dmarc record below (the ramp publishes it when the zone is connected to Cloudflare).',
   dmarc_step_requested: 'Your request was passed to the DMARC ramp; the page shows its outcome once applied.',
 };
 

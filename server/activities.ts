@@ -22,7 +22,7 @@ export interface ActivityWiring {
   direct: Mailer;
   webhooks: WebhookPoster;
   dns: DnsResolver;
-  identity: Pick<ReturnType<typeof identityDeps>, 'secrets' | 'returnPaths' | 'links'>;
+  identity: Pick<ReturnType<typeof identityDeps>, 'secrets' | 'returnPaths' | 'links' | 'publicBase'>;
   log: Logger;
   /**
    * What the activities wake in this process, named by every caller (undefined: that loop does not
@@ -48,7 +48,9 @@ export function buildActivities(config: Config, w: ActivityWiring): Activities {
     secrets: w.identity.secrets,
     returnPaths: w.identity.returnPaths,
     links: w.identity.links,
+    publicBase: w.identity.publicBase,
     dns: w.dns,
+    cloudflare: { baseURL: config.cloudflareApiBaseUrl },
     webhooks: w.webhooks,
     afterEnqueue: w.wake.outbox,
     afterWebhookAttempt: w.wake.webhooks,

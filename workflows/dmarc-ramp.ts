@@ -8,8 +8,11 @@ export const DMARC_RAMP_WORKFLOW = 'DmarcRamp';
  */
 export const DMARC_REQUEST_SIGNAL = 'request';
 
-/** One ramp per domain. */
-export const dmarcRampWorkflowId = (domainId: string) => `dmarc-ramp:${domainId}`;
+/**
+ * One run per start of a domain's ramp: a ramp stopped and started again gets a new run (its id is
+ * kept in dmarc_ramps.run_id, which requests signal).
+ */
+export const dmarcRampWorkflowId = (domainId: string, startId: string) => `dmarc-ramp:${domainId}:${startId}`;
 
 // The activity contract: activities/dmarc-ramp.ts implements it.
 export interface CheckDmarcGateResult {
@@ -24,19 +27,38 @@ export interface ApplyDmarcRequestResult {
   state: 'running' | 'stopped';
   /** What the pending request did: none when there was none. */
   applied: 'none' | 'advanced' | 'refused' | 'back' | 'stopped';
+  /** Who asked for it (`console:<operator>`). */
+  by?: string | null;
+}
+
+export interface PublishDmarcRecordResult {
+  /** not_connected: no Cloudflare zone to publish to (the operator publishes by hand); a no-op. */
+  state: 'not_connected' | 'no_record' | 'pending' | 'verified' | 'conflict' | 'failed';
 }
 
 export interface DmarcRampActivities {
-  /** Decides the gate from the reports and records the verdict; `atMs` is the workflow's time when it has one. */
-  checkDmarcGate(domainId: string, atMs: number | null): Promise<CheckDmarcGateResult>;
+  /**
+   * Decides the gate from the reports and records the verdict; `atMs` is the workflow's time when it
+   * has one. `runId`: the run asking; stopped when the ramp's row names another run.
+   */
+  checkDmarcGate(domainId: string, atMs: number | null, runId?: string | null): Promise<CheckDmarcGateResult>;
   /** Applies the pending request in one transaction: an advance only when the gate holds there and then. Audited. */
-  applyDmarcRequest(domainId: string, atMs: number | null): Promise<ApplyDmarcRequestResult>;
+  applyDmarcRequest(domainId: string, atMs: number | null, runId?: string | null): Promise<ApplyDmarcRequestResult>;
+  /**
+   * Publishes the domain's `_dmarc` record to its Cloudflare zone when the zone is connected; a
+   * no-op otherwise. Never fails: a refusal is recorded for the page and the ramp goes on.
+   */
+  publishDmarcRecord(domainId: string, actor: string | null): Promise<PublishDmarcRecordResult>;
 }
 
 export interface DmarcRampInput {
   domainId: string;
   /** Between two gate checks: a day. */
   checkIntervalMs: number;
+  /** This run's id (dmarc_ramps.run_id): a run the row no longer names ends. */
+  runId?: string;
+  /** Who started the ramp: the actor of the first publish. */
+  startedBy?: string | null;
 }
 
 export interface DmarcRampResult {
@@ -48,6 +70,7 @@ export interface DmarcRampResult {
 export const dmarcRampActivityDefs: Record<keyof DmarcRampActivities, ActivityDef> = {
   checkDmarcGate: DATABASE_ACTIVITY,
   applyDmarcRequest: DATABASE_ACTIVITY,
+  publishDmarcRecord: DATABASE_ACTIVITY,
 };
 
 export const DMARC_CHECK_INTERVAL_MS = 86_400_000;
@@ -55,22 +78,26 @@ export const DMARC_CHECK_INTERVAL_MS = 86_400_000;
 /**
  * The DMARC policy ramp (none → quarantine → reject, RFC 7489 §6.3): re-checks the gate daily so
  * the page shows a fresh verdict, and applies the operator's requests as they come. Whether an
- * advance is allowed is the database's decision in applyDmarcRequest, never this body's.
+ * advance is allowed is the database's decision in applyDmarcRequest, never this body's. The record
+ * of the start and of each step applied is published (when the zone is connected) as its own step.
  */
 export async function dmarcRampWorkflow(ctx: WorkflowContext<DmarcRampActivities>, input: DmarcRampInput): Promise<DmarcRampResult> {
   const a = ctx.activities;
   const at = () => ctx.activityTime?.() ?? null;
+  const run = input.runId ?? null;
   let checks = 0;
   let requests = 0;
+  await a.publishDmarcRecord(input.domainId, input.startedBy ?? null);
   for (;;) {
-    const gate = await a.checkDmarcGate(input.domainId, at());
+    const gate = await a.checkDmarcGate(input.domainId, at(), run);
     checks++;
     if (gate.state === 'stopped') return { outcome: 'stopped', checks, requests };
     const wakeAt = (await ctx.now()) + input.checkIntervalMs;
     if (gate.requested || (await ctx.waitForSignal(DMARC_REQUEST_SIGNAL, wakeAt))) {
-      const applied = await a.applyDmarcRequest(input.domainId, at());
+      const applied = await a.applyDmarcRequest(input.domainId, at(), run);
       requests++;
       if (applied.state === 'stopped') return { outcome: 'stopped', checks, requests };
+      if (applied.applied === 'advanced' || applied.applied === 'back') await a.publishDmarcRecord(input.domainId, applied.by ?? null);
     }
   }
 }

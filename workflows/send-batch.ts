@@ -33,8 +33,9 @@ export interface SendBatchActivities {
    * Hands each message to the relay (or simulates it in test mode) and records every recipient's
    * outcome in a few statements for the whole batch. A message the relay refused for now comes
    * back in `retry`; one that can never be sent in `failed`. Database trouble is thrown.
+   * `batchId`: a message another run has claimed since (deferred, then released) is left to it.
    */
-  deliverBatch(emailIds: string[]): Promise<{ retry: Unsent[]; failed: Unsent[] }>;
+  deliverBatch(emailIds: string[], batchId?: string): Promise<{ retry: Unsent[]; failed: Unsent[] }>;
   /** Marks what is left undelivered of each message as failed. */
   failBatch(items: Unsent[]): Promise<void>;
 }
@@ -65,7 +66,7 @@ export async function sendBatchWorkflow(ctx: WorkflowContext<SendBatchActivities
   for (let attempt = 1; due.length > 0; attempt++) {
     let pass: { retry: Unsent[]; failed: Unsent[] };
     try {
-      pass = await a.deliverBatch(due);
+      pass = await a.deliverBatch(due, input.batchId);
     } catch (err) {
       // The engine's retries of the pass ran out (the database down for minutes, a worker bug):
       // its messages are recorded failed with the reason rather than left `sending` for good.

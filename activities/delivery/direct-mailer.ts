@@ -4,7 +4,8 @@ import type { Logger } from 'pino';
 import type { Clock } from '../../core/clock';
 import { mxMatchesPolicy, type StsPolicy } from '../../core/delivery/mta-sts';
 import { siteFor, suspends, type Shaping, type SiteLimits } from '../../core/delivery/shaping';
-import { mailOptions, type Mailer, type OutgoingMessage, type RecipientRejection, type SendOutcome } from '../mailer';
+import { mailOptions, signedTwice, type Mailer, type OutgoingMessage, type RecipientRejection, type SendOutcome } from '../mailer';
+import type { DualDkim } from '../dkim-sign';
 import type { StsPolicies } from './mta-sts-source';
 import { routeCache, spread, type DirectDns, type MxHost } from './mx-route';
 import { SitePool, type Attempt, type Suspension } from './site-pools';
@@ -61,7 +62,9 @@ function composer() {
     },
     { disableFileAccess: true, disableUrlAccess: true },
   );
-  return (msg: OutgoingMessage): Promise<Buffer> => transport.sendMail(mailOptions(msg));
+  // A domain with an Ed25519 key as well: composed and signed with both keys first (activities/dkim-sign.ts).
+  return async (msg: OutgoingMessage): Promise<Buffer> =>
+    transport.sendMail(msg.dkim?.ed25519 ? await signedTwice(msg as OutgoingMessage & { dkim: DualDkim }) : mailOptions(msg));
 }
 
 /**

@@ -36,6 +36,8 @@ export interface DomainRoutesDeps {
     verification: Omit<DomainVerificationInput, 'domainId'>;
     /** DOMAIN_WARMUP: new domains start at warm-up stage 1. */
     warmup: boolean;
+    /** MTA-STS hosting starts when a check verifies the domain (core/domains/verification.ts). */
+    publicBase?: string;
   };
   caps: CapsSettings;
 }
@@ -158,7 +160,11 @@ export function domainRoutes(deps: DomainRoutesDeps): Router<ApiState> {
       audit(em, a, 'domain.updated', { type: 'domain', id: domain.id }, { name: domain.name, changes: { tracking_host: host } });
     });
     // The new record's status, and the others' while at it (as "verify now" does).
-    if (host !== null) await checkDomain({ orm, dns: deps.domains.dns, clock: deps.domains.clock, log: deps.log }, domain.id);
+    if (host !== null)
+      await checkDomain(
+        { orm, dns: deps.domains.dns, clock: deps.domains.clock, log: deps.log, publicBase: deps.domains.publicBase },
+        domain.id,
+      );
     ctx.body = await presentOne(await orm.em.fork().findOneOrFail(Domain, { id: domain.id }));
   });
 
@@ -166,7 +172,10 @@ export function domainRoutes(deps: DomainRoutesDeps): Router<ApiState> {
   router.post('/domains/:id/verify', admin, async (ctx) => {
     const a = auth(ctx);
     const domain = await find(ctx);
-    await checkDomain({ orm, dns: deps.domains.dns, clock: deps.domains.clock, log: deps.log }, domain.id);
+    await checkDomain(
+      { orm, dns: deps.domains.dns, clock: deps.domains.clock, log: deps.log, publicBase: deps.domains.publicBase },
+      domain.id,
+    );
     const em = orm.em.fork();
     const fresh = await em.findOneOrFail(Domain, { id: domain.id });
     audit(em, a, 'domain.verify_requested', { type: 'domain', id: domain.id }, { status: fresh.status });

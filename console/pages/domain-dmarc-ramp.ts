@@ -7,6 +7,7 @@ import { dmarcRecordName, dmarcRecordValue, nextDmarcStep, previousDmarcStep } f
 import { DMARC_CHECK_INTERVAL_MS, DMARC_REQUEST_SIGNAL, dmarcRamp, dmarcRampWorkflowId } from '../../workflows/dmarc-ramp';
 import type { DmarcRampRequest } from '../../db/sql/dmarc-ramps';
 import { uuidv7 } from '../../db/ids';
+import { listPublications, type Publication } from '../../db/sql/cloudflare';
 
 const iso = (d: Date | string | null) => (d ? new Date(d).toISOString() : null);
 
@@ -34,6 +35,7 @@ export async function dmarcRampSection(ctx: ConsoleContext, deps: ConsoleDeps, d
     </section>`;
   }
   const v = ramp.verdict;
+  const published = (await listPublications(deps.orm, d.id)).find((p) => p.purpose === 'dmarc');
   const next = nextDmarcStep(ramp.step);
   const back = previousDmarcStep(ramp.step);
   const running = ramp.state === 'running';
@@ -44,6 +46,14 @@ export async function dmarcRampSection(ctx: ConsoleContext, deps: ConsoleDeps, d
       ${when(iso(ramp.step_since))}${running ? '' : html` (<span class="dmarc-stopped">ramp stopped</span>)`}. Publish
       <span class="mono">${dmarcRecordName(d.name)} TXT ${d.return_path ? dmarcRecordValue(ramp.step, d.return_path) : ''}</span>
     </p>
+    ${
+      published
+        ? html`<p class="dmarc-published dmarc-published-${published.state}">
+            Cloudflare: ${PUBLISHED[published.state]} (${published.content},
+            ${when(iso(published.publishedAt))})${published.detail ? html`: <span class="muted">${published.detail}</span>` : ''}
+          </p>`
+        : ''
+    }
     ${
       v
         ? html`<p class="dmarc-verdict">
@@ -67,13 +77,21 @@ export async function dmarcRampSection(ctx: ConsoleContext, deps: ConsoleDeps, d
     }
     ${running && back ? form('back', `Step back to p=${back}`, 'Receivers relax at once.') : ''}
     ${running ? form('stop', 'Stop the ramp', 'The record stays at its current step.') : ''}
+    ${running ? '' : form('start', 'Start the ramp again', `It resumes at p=${ramp.step}.`)}
     ${running ? html`<p class="muted">The gate is checked again every ${DMARC_CHECK_INTERVAL_MS / 3_600_000} h.</p>` : ''}
   </section>`;
 }
 
+const PUBLISHED: Record<Publication['state'], string> = {
+  pending: 'written, not yet answered by DNS',
+  verified: 'published, DNS answers it',
+  conflict: 'not written, a record the service did not create holds _dmarc',
+  failed: 'not published',
+};
+
 const REFUSALS: Record<DmarcRampRefused['reason'], string> = {
   no_return_path: 'This domain has no return-path host to receive DMARC reports at.',
-  exists: 'This domain has a DMARC ramp already.',
+  running: 'This domain has a DMARC ramp running already.',
   not_running: 'This domain has no running DMARC ramp.',
 };
 
@@ -88,9 +106,11 @@ export function dmarcRampRoutes(deps: ConsoleDeps) {
   router.post('/console/o/:org/domains/:id/dmarc-ramp/start', async (ctx) => {
     const domain = await domainOf(ctx);
     if (!domain) return refusal(ctx, 404, 'No such domain.');
-    const id = dmarcRampWorkflowId(domain.id);
+    // Each start its own run: a ramp stopped and started again does not collide with its old run.
+    const id = dmarcRampWorkflowId(domain.id, uuidv7());
+    const by = `console:${session(ctx).operator.email}`;
     try {
-      await startDmarcRamp(deps.orm, domain, id, `console:${session(ctx).operator.email}`);
+      await startDmarcRamp(deps.orm, domain, id, by);
     } catch (err) {
       if (err instanceof DmarcRampRefused) return refused(ctx, domain.id, err.reason);
       throw err;
@@ -99,7 +119,7 @@ export function dmarcRampRoutes(deps: ConsoleDeps) {
       await deps.engine.start(
         dmarcRamp,
         id,
-        { domainId: domain.id, checkIntervalMs: DMARC_CHECK_INTERVAL_MS },
+        { domainId: domain.id, checkIntervalMs: DMARC_CHECK_INTERVAL_MS, runId: id, startedBy: by },
         {
           labels: { organizations: [domain.organizationId] },
         },
@@ -125,7 +145,8 @@ export function dmarcRampRoutes(deps: ConsoleDeps) {
       }
       // Recorded already: a lost signal only delays it to the run's next daily check.
       // Each request its own occurrence: the embedded engine delivers a repeated key once.
-      await deps.engine.signal(dmarcRampWorkflowId(domain.id), DMARC_REQUEST_SIGNAL, uuidv7()).catch(() => undefined);
+      const runId = (await readRamp(deps.orm, domain.id))?.run_id;
+      if (runId) await deps.engine.signal(runId, DMARC_REQUEST_SIGNAL, uuidv7()).catch(() => undefined);
       seeOther(ctx, `/console/o/${domain.organizationId}/domains/${domain.id}?done=dmarc_step_requested#dmarc-ramp`);
     });
   }

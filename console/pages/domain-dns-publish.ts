@@ -122,8 +122,16 @@ export function dnsPublishRoutes(deps: ConsoleDeps) {
     const domain = await domainOf(ctx);
     if (!domain) return;
     const a = orgAuth(ctx);
+    const actor = `console:${session(ctx).operator.email}`;
     try {
-      await publishDomain(domain.deps, a.organization.id, domain.id, `console:${session(ctx).operator.email}`);
+      const out = await publishDomain(domain.deps, a.organization.id, domain.id, actor);
+      // A publish that got the domain verified made its MTA-STS hosting then (core/domains/verification.ts): those records go out too.
+      const checked = ((await verify(ctx, domain.id)).body?.records ?? []) as { purpose: string }[];
+      const added = [...new Set(checked.map((r) => r.purpose).filter((p) => !out.some((o) => o.purpose === p)))];
+      if (added.length) {
+        await publishDomain(domain.deps, a.organization.id, domain.id, actor, { only: added });
+        await verify(ctx, domain.id);
+      }
     } catch (err) {
       if (!(err instanceof PublishRefused)) throw err;
       return renderPage(ctx, {
@@ -135,7 +143,6 @@ export function dnsPublishRoutes(deps: ConsoleDeps) {
           <p><a href="/console/o/${a.organization.id}/domains/${domain.id}">Back to the domain</a></p>`,
       });
     }
-    await verify(ctx, domain.id);
     seeOther(ctx, `/console/o/${a.organization.id}/domains/${domain.id}?done=dns_published`);
   });
 

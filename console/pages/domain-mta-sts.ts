@@ -5,6 +5,7 @@ import { domainOfPath, type DomainView } from './domains-detail';
 import {
   HOSTED_MODES,
   MAX_AGE,
+  domainHosting,
   ensureHosting,
   hostingRecords,
   policyText,
@@ -25,17 +26,26 @@ const day = (d: Date) => d.toISOString().slice(0, 10);
  * shared by every organization with that host) the move between testing and enforce.
  */
 export async function mtaStsSection(ctx: ConsoleContext, deps: ConsoleDeps, d: DomainView, platform: boolean): Promise<Html> {
-  const h = await ensureHosting(deps.orm, d.id, deps.publicBase);
-  if (!h)
-    return html`<h2>MTA-STS</h2>
-      <p class="muted">This domain has no return path of its own, so there is no policy to host.</p>`;
-  const now = new Date();
-  const days = await tlsReportDays(deps.orm, {
-    host: h.host,
-    from: day(new Date(now.getTime() - (REPORT_DAYS - 1) * 86_400_000)),
-    to: day(now),
-  });
+  // Read only: hosting is made when a check verifies the domain, or by the form below; never by a view.
+  const v = await domainHosting(deps.orm, d.id);
   const base = `/console/o/${orgAuth(ctx).organization.id}/domains/${d.id}`;
+  if (!v)
+    return html`<h2 id="mta-sts">MTA-STS</h2>
+      <p class="muted">This domain has no return path of its own, so there is no policy to host.</p>`;
+  if (!v.verified)
+    return html`<h2 id="mta-sts">MTA-STS</h2>
+      <p class="muted">The MTA-STS policy of <span class="mono">${v.host}</span> is hosted once this domain is verified.</p>`;
+  const h = v.hosting;
+  const hostForm = (label: string) =>
+    html`<form method="post" action="${base}/mta-sts/host">${csrfField(ctx)}<button type="submit">${label}</button></form>`;
+  if (!h)
+    return html`<h2 id="mta-sts">MTA-STS</h2>
+      <p class="muted">Not hosted yet: it starts at the domain's next verification check.</p>
+      ${hostForm('Host the MTA-STS policy now')}`;
+  const now = new Date();
+  // The reports since this domain was verified: none from before it proved the DNS.
+  const since = Math.max(now.getTime() - (REPORT_DAYS - 1) * 86_400_000, v.verifiedAt?.getTime() ?? 0);
+  const days = await tlsReportDays(deps.orm, { host: h.host, from: day(new Date(since)), to: day(now) });
   const other: HostedMode = h.mode === 'testing' ? 'enforce' : 'testing';
   return html`<h2 id="mta-sts">MTA-STS</h2>
     <p>
@@ -44,6 +54,14 @@ export async function mtaStsSection(ctx: ConsoleContext, deps: ConsoleDeps, d: D
       <strong>enforce</strong> they do not deliver. Policy id <span class="mono">${h.policyId}</span>, since
       ${when(h.changedAt.toISOString())}.
     </p>
+    ${
+      v.mxChanged
+        ? html`<p class="mta-sts-mx-changed">
+              The return path's MX changed since this policy was issued: a new id is issued at the next check.
+            </p>
+            ${hostForm('Issue the new policy now')}`
+        : ''
+    }
     <p>Served at <span class="mono">https://mta-sts.${h.host}/.well-known/mta-sts.txt</span>:</p>
     <pre class="mono">${policyText(h)}</pre>
     <table>
@@ -113,6 +131,8 @@ export async function mtaStsSection(ctx: ConsoleContext, deps: ConsoleDeps, d: D
     }`;
 }
 
+const NOT_HOSTED = 'MTA-STS is hosted only for a verified domain with a return path of its own.';
+
 export function mtaStsRoutes(deps: ConsoleDeps) {
   const router = consoleRouter();
 
@@ -134,8 +154,17 @@ export function mtaStsRoutes(deps: ConsoleDeps) {
       { domainId: found.id, mode: mode as HostedMode, publicBase: deps.publicBase },
       `console:${s.operator.email}`,
     );
-    if (!r.hosting) return refusal(ctx, 404, 'This domain has no return path of its own, so there is no policy to host.');
+    if (!r.hosting) return refusal(ctx, 409, NOT_HOSTED);
     seeOther(ctx, `${back}?done=${r.changed ? 'mta_sts_mode_set' : 'mta_sts_mode_unchanged'}#mta-sts`);
+  });
+
+  // Any operator of the organization: the policy hosted as a verification check would host it.
+  router.post('/console/o/:org/domains/:id/mta-sts/host', async (ctx) => {
+    const found = await domainOfPath(deps, ctx);
+    if (!found) return refusal(ctx, 404, 'No such domain.');
+    const h = await ensureHosting(deps.orm, found.id, deps.publicBase, new Date(), `console:${session(ctx).operator.email}`);
+    if (!h) return refusal(ctx, 409, NOT_HOSTED);
+    seeOther(ctx, `/console/o/${orgAuth(ctx).organization.id}/domains/${found.id}?done=mta_sts_hosted#mta-sts`);
   });
 
   return router;

@@ -37,7 +37,7 @@ export interface RampDomain {
 }
 
 export class DmarcRampRefused extends Error {
-  constructor(readonly reason: 'no_return_path' | 'exists' | 'not_running') {
+  constructor(readonly reason: 'no_return_path' | 'running' | 'not_running') {
     super(reason);
   }
 }
@@ -80,17 +80,28 @@ async function publishStep(em: EntityManager, domainId: string, step: DmarcStep)
 const audit = (d: { organizationId: string; id: string }, action: string, details: Record<string, unknown>, actor: string | null) =>
   operatorAudit(d.organizationId, action, { type: 'domain', id: d.id }, details, actor);
 
-/** Starts the ramp at p=none: the record added to the domain's, audited. The caller starts the run after this commits. */
+/**
+ * Starts the ramp at p=none (the record added to the domain's), or a stopped ramp again at the step
+ * it stopped at, under the new run id; audited. The caller starts the run after this commits.
+ */
 export async function startDmarcRamp(orm: Orm, domain: RampDomain, runId: string, actor: string, now = new Date()): Promise<void> {
   await orm.em.fork().transactional(async (em) => {
     const d = await em.findOneOrFail(Domain, { id: domain.id });
     if (!d.returnPathHost) throw new DmarcRampRefused('no_return_path');
-    if (!(await insertDmarcRamp(em, domain.id, runId, actor, now))) throw new DmarcRampRefused('exists');
-    const published = await publishStep(em, domain.id, 'none');
+    const started = await insertDmarcRamp(em, domain.id, runId, actor, now);
+    if (!started) throw new DmarcRampRefused('running');
+    const published = await publishStep(em, domain.id, started.step);
     const record = published.records.find((r) => r.purpose === 'dmarc')!;
-    em.persist(audit(domain, 'domain.dmarc_step_set', { from: null, to: 'none', record: record.value }, actor));
+    em.persist(
+      started.restarted
+        ? audit(domain, 'domain.dmarc_ramp_restarted', { step: started.step, record: record.value }, actor)
+        : audit(domain, 'domain.dmarc_step_set', { from: null, to: 'none', record: record.value }, actor),
+    );
   });
 }
+
+/** A run the ramp's row no longer names (the ramp was stopped and started again under another run). */
+const superseded = (ramp: DmarcRampRow, runId: string | null | undefined) => !!runId && ramp.run_id !== runId;
 
 /** The operator's advance, back or stop, recorded for the run to apply; refused when no ramp runs. */
 export async function requestDmarcStep(
@@ -107,10 +118,10 @@ export async function requestDmarcStep(
 }
 
 /** The daily check: the verdict recorded for the page. */
-export async function checkDmarcGate(orm: Orm, domainId: string, now: Date): Promise<CheckDmarcGateResult> {
+export async function checkDmarcGate(orm: Orm, domainId: string, now: Date, runId?: string | null): Promise<CheckDmarcGateResult> {
   const em = orm.em.fork();
   const ramp = await readDmarcRamp(em, domainId);
-  if (!ramp || ramp.state !== 'running') return { state: 'stopped', holds: false, requested: false };
+  if (!ramp || ramp.state !== 'running' || superseded(ramp, runId)) return { state: 'stopped', holds: false, requested: false };
   // Its domain deleted: the ramp stops with it (the run ends).
   if (!(await em.findOne(Domain, { id: domainId, deletedAt: null }, { fields: ['id'] }))) {
     await stopDmarcRamp(em, domainId, now);
@@ -125,10 +136,10 @@ export async function checkDmarcGate(orm: Orm, domainId: string, now: Date): Pro
  * Applies the pending request. An advance is decided here, with the ramp row locked: the gate from
  * the reports as they are now, then a conditional step update; refused and recorded when it fails.
  */
-export async function applyDmarcRequest(orm: Orm, domainId: string, now: Date): Promise<ApplyDmarcRequestResult> {
+export async function applyDmarcRequest(orm: Orm, domainId: string, now: Date, runId?: string | null): Promise<ApplyDmarcRequestResult> {
   return orm.em.fork().transactional(async (em) => {
     const ramp = await readDmarcRamp(em, domainId, true);
-    if (!ramp || ramp.state !== 'running') return { state: 'stopped', applied: 'none' };
+    if (!ramp || ramp.state !== 'running' || superseded(ramp, runId)) return { state: 'stopped', applied: 'none' };
     const domain = await em.findOneOrFail(Domain, { id: domainId }, { fields: ['organizationId', 'name'] });
     const by = ramp.requested_by;
     switch (ramp.requested) {
@@ -147,7 +158,7 @@ export async function applyDmarcRequest(orm: Orm, domainId: string, now: Date): 
         await setDmarcStep(em, domainId, ramp.step, to, now);
         const d = await publishStep(em, domainId, to);
         em.persist(audit(domain, 'domain.dmarc_step_set', { from: ramp.step, to, record: d.records.at(-1)!.value }, by));
-        return { state: 'running', applied: 'back' };
+        return { state: 'running', applied: 'back', by };
       }
       case 'advance': {
         const verdict = await dmarcVerdict(orm, ramp, now);
@@ -161,7 +172,7 @@ export async function applyDmarcRequest(orm: Orm, domainId: string, now: Date): 
         await setDmarcStep(em, domainId, ramp.step, to, now);
         const d = await publishStep(em, domainId, to);
         em.persist(audit(domain, 'domain.dmarc_step_set', { from: ramp.step, to, record: d.records.at(-1)!.value }, by));
-        return { state: 'running', applied: 'advanced' };
+        return { state: 'running', applied: 'advanced', by };
       }
     }
   });

@@ -17,23 +17,26 @@ import { client, CloudflareFailure, createRecord, listZones, recordsAt, updateRe
 import { editableZones } from './connection';
 import { decide, wantedRecords, zoneFor, type Action, type ZoneRecord } from './rules';
 import { listDkimKeys } from '../../db/sql/dkim-keys';
-import { dkimRecordName } from '../domains/dkim-keys';
+import { dkimRecordName, dkimRecordValue, revokedRecordValue } from '../domains/dkim-keys';
 import type { EntityManager } from '@mikro-orm/postgresql';
 
 /**
  * A DKIM rotation's keys whose records must be in DNS beside the domain's list: the pending key
- * (before the switch, which waits for DNS to answer it) and the retiring one (mail signed with it
- * may still be in flight). The active key is the list's own `dkim` record.
+ * (before the switch, which waits for DNS to answer it), the retiring one (mail signed with it
+ * may still be in flight), and the revoked ones as an empty key (RFC 6376 §3.6.1: `p=` empty
+ * says revoked, so verifiers fail old signatures rather than treat the selector as unknown; the
+ * rules leave a record the service did not write alone). The active RSA key is the list's `dkim`
+ * record; an active Ed25519 key signed alongside it (RFC 8463) is `dkim_active`.
  */
 async function rotationRecords(em: EntityManager, domain: Domain): Promise<DnsRecord[]> {
   const keys = await listDkimKeys(em, domain.id);
   return keys
-    .filter((k) => k.state === 'pending' || k.state === 'retiring')
+    .filter((k) => k.state !== 'active' || k.algorithm !== 'rsa')
     .map((k) => ({
       purpose: `dkim_${k.state}`,
       type: 'TXT' as const,
       name: dkimRecordName(k.selector, domain.name),
-      value: `v=DKIM1; k=${k.algorithm}; p=${k.public_key}`,
+      value: k.state === 'revoked' ? revokedRecordValue(k.algorithm) : dkimRecordValue(k.public_key, k.algorithm),
       required: false,
       observed: null,
       status: 'pending' as const,
@@ -46,6 +49,18 @@ export interface PublishDeps {
   secrets: Secrets;
   dns: DnsResolver;
   cloudflare: CloudflareSettings;
+}
+
+/** A domain's DKIM records: the active key (the domain's list) and a rotation's others (rotationRecords). */
+export const DKIM_PURPOSES = ['dkim', 'dkim_active', 'dkim_pending', 'dkim_retiring', 'dkim_revoked'];
+
+export interface PublishOptions {
+  /**
+   * Only the records of these purposes (a DMARC ramp's step publishes `dmarc` alone, a DKIM
+   * rotation DKIM_PURPOSES), by the same rules; what earlier publishes did with records of other
+   * purposes is kept.
+   */
+  only?: string[];
 }
 
 /** Why nothing was published (no write, no audit row). */
@@ -62,12 +77,18 @@ export interface Outcome {
 
 /**
  * Publishes a domain's records (its `records` list: DKIM, return path, tracking host and whatever
- * else the domain asks for, and a DKIM rotation's pending and retiring keys) to the Cloudflare zones its organization's token may edit: creates what
+ * else the domain asks for, and a DKIM rotation's pending, retiring and revoked keys) to the Cloudflare zones its organization's token may edit: creates what
  * is missing, updates what the service wrote before, leaves everything else alone (reported as a
  * conflict). One publish of a domain at a time (a transaction-scoped advisory lock, not the row's),
  * with one audit row naming the operator. Then each written record is checked through DNS.
  */
-export async function publishDomain(deps: PublishDeps, organizationId: string, domainId: string, actor: string | null): Promise<Outcome[]> {
+export async function publishDomain(
+  deps: PublishDeps,
+  organizationId: string,
+  domainId: string,
+  actor: string | null,
+  opts: PublishOptions = {},
+): Promise<Outcome[]> {
   if (!(await isInternal(deps.orm, organizationId))) throw new PublishRefused('Only an internal organization publishes DNS records.');
   const connection = await readConnection(deps.orm, organizationId);
   if (!connection) throw new PublishRefused('The organization has no Cloudflare token attached.');
@@ -79,7 +100,8 @@ export async function publishDomain(deps: PublishDeps, organizationId: string, d
       .execute(`select pg_advisory_xact_lock(hashtext(?))`, [`dns-publish:${domainId}`], 'all', em.getTransactionContext());
     const domain = await em.findOne(Domain, { id: domainId, organizationId, deletedAt: null });
     if (!domain) throw new PublishRefused('No such domain.');
-    const records = [...domain.records, ...(await rotationRecords(em, domain))];
+    const all = [...domain.records, ...(await rotationRecords(em, domain))];
+    const records = opts.only ? all.filter((r) => opts.only!.includes(r.purpose)) : all;
     if (records.length === 0) throw new PublishRefused('The domain has no records to publish.');
     const cf = client(deps.secrets.decrypt(connection.tokenEnc), deps.cloudflare);
     let zones;
@@ -134,7 +156,8 @@ export async function publishDomain(deps: PublishDeps, organizationId: string, d
         await save({ ...base, action: 'failed', state: 'failed', detail: err.message }, zone.id, null);
       }
     }
-    await forgetOtherPublications(em, domainId, out);
+    // What earlier publishes did with records no longer wanted, among the purposes this one covers.
+    await forgetOtherPublications(em, domainId, out, opts.only);
     em.persist(
       operatorAudit(
         organizationId,

@@ -1,7 +1,14 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import type { Orm } from '../../db/orm';
 import { uuidv7 } from '../../db/ids';
-import { insertPendingKey, listDkimKeys, revokePendingKey, type DkimKeyRow, type DkimKeyState } from '../../db/sql/dkim-keys';
+import {
+  insertPendingKey,
+  listDkimKeys,
+  revokePendingCompanions,
+  revokePendingKey,
+  type DkimKeyRow,
+  type DkimKeyState,
+} from '../../db/sql/dkim-keys';
 import type { DkimRotationInput } from '../../workflows/dkim-rotation';
 import { operatorAudit } from '../limits/operator';
 import type { Secrets } from '../secrets';
@@ -46,19 +53,20 @@ export const DKIM_KEY_MOVES: Record<DkimKeyState, DkimKeyState[]> = {
   revoked: [],
 };
 
-/** What a revoked selector should publish: an empty key (RFC 6376 §3.6.1), so verifiers treat it as revoked. */
-export const REVOKED_RECORD_VALUE = 'v=DKIM1; p=';
+export type DkimAlgorithm = DkimKeyRow['algorithm'];
 
 export const dkimRecordName = (selector: string, domain: string) => `${selector}._domainkey.${domain}`;
-export const dkimRecordValue = (publicKey: string) => `v=DKIM1; k=rsa; p=${publicKey}`;
+export const dkimRecordValue = (publicKey: string, algorithm: DkimAlgorithm = 'rsa') => `v=DKIM1; k=${algorithm}; p=${publicKey}`;
+/** What a revoked selector should publish: an empty key (RFC 6376 §3.6.1), so verifiers treat it as revoked. */
+export const revokedRecordValue = (algorithm: DkimAlgorithm = 'rsa') => dkimRecordValue('', algorithm);
 
 /**
  * A rotation's selector: dated, plus random letters, so it never repeats an earlier one (the
  * unique index is the last word) and a verifier's cache of an old selector cannot answer for it.
  */
-export function rotationSelector(now: Date, random = randomBytes(3).toString('hex')): string {
+export function rotationSelector(now: Date, random = randomBytes(3).toString('hex'), kind: 'r' | 'e' = 'r'): string {
   const day = now.toISOString().slice(0, 10).replace(/-/g, '');
-  return `svc${day}r${random}`;
+  return `svc${day}${kind}${random}`;
 }
 
 /** An RSA-2048 key pair: the public key as the base64 DER a `p=` tag carries, the private key as PKCS#8 PEM. */
@@ -66,6 +74,18 @@ export function newRsaKey(): { publicKey: string; privateKeyPem: string } {
   const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   return {
     publicKey: publicKey.export({ type: 'spki', format: 'der' }).toString('base64'),
+    privateKeyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+  };
+}
+
+/**
+ * An Ed25519 key pair (RFC 8463 §4.2): the `p=` of its record is the raw 32-byte public key in
+ * base64 (not a DER structure as for RSA), the private key PKCS#8 PEM.
+ */
+export function newEd25519Key(): { publicKey: string; privateKeyPem: string } {
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+  return {
+    publicKey: publicKey.export({ type: 'spki', format: 'der' }).subarray(-32).toString('base64'),
     privateKeyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
   };
 }
@@ -82,10 +102,20 @@ export interface RotationDomain {
   name: string;
 }
 
+export interface StartedRotation {
+  keyId: string;
+  selector: string;
+  publicKey: string;
+  /** The Ed25519 key signed alongside (asked for with `ed25519`), under its own selector. */
+  ed25519?: { keyId: string; selector: string; publicKey: string };
+}
+
 /**
- * Starts a rotation: a new pending key under a fresh selector, audited with the operator as actor.
- * Refused when the domain has no active key (it sends unsigned) or a rotation is in progress. The
- * caller starts the workflow after this commits.
+ * Starts a rotation: a new pending RSA key under a fresh selector and, with `ed25519`, an Ed25519
+ * key under another (RFC 8463: signed alongside the RSA key, never instead of it; it switches,
+ * retires and is revoked with it), audited with the operator as actor. Refused when the domain
+ * has no active key (it sends unsigned) or a rotation is in progress. The caller starts the
+ * workflow (on the RSA key) after this commits.
  */
 export async function startDkimRotation(
   orm: Orm,
@@ -93,8 +123,10 @@ export async function startDkimRotation(
   domain: RotationDomain,
   actor: string,
   now = new Date(),
-): Promise<{ keyId: string; selector: string; publicKey: string }> {
+  opts: { ed25519?: boolean } = {},
+): Promise<StartedRotation> {
   const key = newRsaKey();
+  const edKey = opts.ed25519 ? newEd25519Key() : null;
   return orm.em.fork().transactional(async (em) => {
     const keys = await listDkimKeys(em, domain.id);
     if (!keys.some((k) => k.state === 'active')) throw new DkimRotationRefused('no_key');
@@ -111,32 +143,72 @@ export async function startDkimRotation(
     });
     // Another operator's start won the index between our read and this insert.
     if (!inserted) throw new DkimRotationRefused('in_progress');
+    let ed25519: StartedRotation['ed25519'];
+    if (edKey) {
+      const edId = uuidv7(now.getTime());
+      const edSelector = rotationSelector(now, undefined, 'e');
+      const edInserted = await insertPendingKey(em, {
+        id: edId,
+        domainId: domain.id,
+        selector: edSelector,
+        algorithm: 'ed25519',
+        companionOf: id,
+        publicKey: edKey.publicKey,
+        privateKeyEnc: secrets.encrypt(edKey.privateKeyPem),
+        now,
+      });
+      // A retiring Ed25519 key of an earlier rotation would hold the index; the read above refused that already.
+      if (!edInserted) throw new DkimRotationRefused('in_progress');
+      ed25519 = { keyId: edId, selector: edSelector, publicKey: edKey.publicKey };
+    }
     em.persist(
       operatorAudit(
         domain.organizationId,
         'domain.dkim_rotation_started',
         { type: 'domain', id: domain.id },
-        { key_id: id, selector, record: dkimRecordName(selector, domain.name) },
+        {
+          key_id: id,
+          selector,
+          record: dkimRecordName(selector, domain.name),
+          ...(ed25519
+            ? {
+                ed25519_key_id: ed25519.keyId,
+                ed25519_selector: ed25519.selector,
+                ed25519_record: dkimRecordName(ed25519.selector, domain.name),
+              }
+            : {}),
+        },
         actor,
       ),
     );
-    return { keyId: id, selector, publicKey: key.publicKey };
+    return { keyId: id, selector, publicKey: key.publicKey, ...(ed25519 ? { ed25519 } : {}) };
   });
 }
 
-/** The console's cancel before the switch: pending → revoked, audited; refused once the key is no longer pending. */
+/**
+ * The console's cancel before the switch: the rotation's pending key (the RSA key its workflow
+ * runs on) and its pending Ed25519 companion → revoked, audited; refused once the key is no
+ * longer pending, or for a companion's id (the pair is canceled through its RSA key).
+ */
 export async function cancelDkimRotation(orm: Orm, domain: RotationDomain, keyId: string, actor: string, now = new Date()): Promise<void> {
   await orm.em.fork().transactional(async (em) => {
     const keys = await listDkimKeys(em, domain.id);
-    if (!keys.some((k) => k.id === keyId && k.state === 'pending')) throw new DkimRotationRefused('not_pending');
+    if (!keys.some((k) => k.id === keyId && k.state === 'pending' && k.companion_of === null)) throw new DkimRotationRefused('not_pending');
     const revoked = await revokePendingKey(em, keyId, now);
     if (!revoked) throw new DkimRotationRefused('not_pending');
+    const companions = await revokePendingCompanions(em, keyId, now);
     em.persist(
       operatorAudit(
         domain.organizationId,
         'domain.dkim_rotation_canceled',
         { type: 'domain', id: domain.id },
-        { key_id: keyId, selector: revoked.selector },
+        {
+          key_id: keyId,
+          selector: revoked.selector,
+          ...(companions.length
+            ? { ed25519_key_ids: companions.map((c) => c.id), ed25519_selectors: companions.map((c) => c.selector) }
+            : {}),
+        },
         actor,
       ),
     );

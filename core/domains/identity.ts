@@ -37,6 +37,8 @@ export function identityDeps(config: { secretsKey: string | undefined; dataDir: 
   platform: PlatformDns;
   returnPaths: ReturnPaths;
   links: RecipientLinks;
+  /** PUBLIC_URL (or the local address): MTA-STS hosting's records name its host. */
+  publicBase: string;
 } {
   const key = loadSecretsKey(config.secretsKey, config.dataDir);
   return {
@@ -44,6 +46,7 @@ export function identityDeps(config: { secretsKey: string | undefined; dataDir: 
     platform: platformDns(config.platformMailDomain),
     returnPaths: createReturnPaths(deriveKey(key, 'verp')),
     links: createRecipientLinks(key, config.publicUrl),
+    publicBase: config.publicUrl,
   };
 }
 

@@ -110,16 +110,46 @@ async function liveDomainsOf(em: EntityManager, host: string): Promise<Domain[]>
   return em.find(Domain, { returnPathHost: host, deletedAt: null });
 }
 
-/**
- * A domain's hosting as it should be now, made so: the host's policy (the first one, `testing`,
- * when the host has none yet; a new id when its return-path MX changed), and its records in the
- * domain's `records`. Null for a domain without a return path of its own.
- */
-export async function ensureHosting(orm: Orm, domainId: string, publicBase: string, now = new Date()): Promise<HostingRow | null> {
+export interface DomainHosting {
+  /** Only a verified domain's host is hosted: a namesake that never proved the DNS sees nothing of it. */
+  verified: boolean;
+  verifiedAt: Date | null;
+  host: string;
+  hosting: HostingRow | null;
+  /** The return path's MX is not the policy's: a new id is issued at the next check (or on request). */
+  mxChanged: boolean;
+}
+
+/** What the domain's page shows, read only (a page view never writes); null without a return path of its own. */
+export async function domainHosting(orm: Orm, domainId: string): Promise<DomainHosting | null> {
   const em = orm.em.fork();
   const d = await em.findOne(Domain, { id: domainId, deletedAt: null });
   const mx = d && returnPathMx(d.records);
   if (!d?.returnPathHost || !mx) return null;
+  const verified = d.status === 'verified';
+  const host = d.returnPathHost.toLowerCase();
+  const hosting = verified ? await readHosting(em, host) : null;
+  return { verified, verifiedAt: d.verifiedAt, host, hosting, mxChanged: !!hosting && hosting.mx !== mx };
+}
+
+/**
+ * A verified domain's hosting as it should be now, made so: the host's policy (the first one,
+ * `testing`, when the host has none yet; a new id when its return-path MX changed), and its
+ * records in the domain's `records`. Run when a check verifies the domain (core/domains/verification.ts)
+ * and on the console's explicit request, never on a page view. Null for a domain not verified or
+ * without a return path of its own.
+ */
+export async function ensureHosting(
+  orm: Orm,
+  domainId: string,
+  publicBase: string,
+  now = new Date(),
+  actor: string | null = null,
+): Promise<HostingRow | null> {
+  const em = orm.em.fork();
+  const d = await em.findOne(Domain, { id: domainId, deletedAt: null });
+  const mx = d && returnPathMx(d.records);
+  if (!d?.returnPathHost || !mx || d.status !== 'verified') return null;
   const host = d.returnPathHost.toLowerCase();
   let h = await readHosting(em, host);
   if (!h) {
@@ -127,14 +157,14 @@ export async function ensureHosting(orm: Orm, domainId: string, publicBase: stri
     await orm.em.fork().transactional(async (tx) => {
       if (!(await insertHosting(tx, fresh))) return;
       const details = { host, mode: fresh.mode, policy_id: fresh.policyId };
-      tx.persist(operatorAudit(d.organizationId, 'domain.mta_sts_hosted', { type: 'domain', id: d.id }, details, null));
+      tx.persist(operatorAudit(d.organizationId, 'domain.mta_sts_hosted', { type: 'domain', id: d.id }, details, actor));
     });
   } else if (h.mx !== mx) {
     const policyId = newPolicyId(now);
     await orm.em.fork().transactional(async (tx) => {
       if (!(await reissueHosting(tx, { host, fromPolicyId: h!.policyId, mode: h!.mode, mx, policyId, at: now }))) return;
       const details = { host, mx: { from: h!.mx, to: mx }, policy_id: policyId };
-      tx.persist(operatorAudit(d.organizationId, 'domain.mta_sts_policy_changed', { type: 'domain', id: d.id }, details, null));
+      tx.persist(operatorAudit(d.organizationId, 'domain.mta_sts_policy_changed', { type: 'domain', id: d.id }, details, actor));
     });
   }
   h = await readHosting(em, host);

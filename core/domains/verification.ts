@@ -6,12 +6,15 @@ import type { CheckDomainResult } from '../../workflows/domain-verification';
 import type { Clock } from '../clock';
 import { evaluate } from './identity';
 import { lookup, type DnsResolver } from './dns';
+import { ensureHosting } from './mta-sts-hosting';
 
 export interface DomainVerificationDeps {
   orm: Orm;
   dns: DnsResolver;
   clock: Clock;
   log: Logger;
+  /** PUBLIC_URL: given, a verified domain's MTA-STS hosting is made (or its policy reissued) after the check. */
+  publicBase?: string;
 }
 
 /**
@@ -32,5 +35,11 @@ export async function checkDomain(deps: DomainVerificationDeps, domainId: string
   const written = await writeCheckedRecords(em, { domainId, from: domain.records, records, at: now, status });
   if (!written) return attempt < 3 ? checkDomain(deps, domainId, attempt + 1) : { status: domain.status };
   deps.log.info({ domainId, status, records: records.map((r) => `${r.purpose}:${r.status}`) }, 'domain checked');
+  // MTA-STS hosting only for a domain that proved its DNS (never for a namesake that did not).
+  if (status === 'verified' && deps.publicBase) {
+    await ensureHosting(deps.orm, domainId, deps.publicBase).catch((err: unknown) =>
+      deps.log.error({ err, errorId: 'mta_sts_hosting_failed', domainId }, 'MTA-STS hosting not made; the next check tries again'),
+    );
+  }
   return { status };
 }

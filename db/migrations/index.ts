@@ -27,6 +27,7 @@ import { Migration20261213000000_mta_sts_hosting } from './Migration202612130000
 import { Migration20261214000000_cloudflare } from './Migration20261214000000_cloudflare';
 import { Migration20261215000000_dmarc_reports } from './Migration20261215000000_dmarc_reports';
 import { Migration20261216000000_dmarc_ramp } from './Migration20261216000000_dmarc_ramp';
+import { Migration20261217000000_dkim_ed25519 } from './Migration20261217000000_dkim_ed25519';
 
 /** Listed explicitly so migrations run the same from TypeScript sources and from any bundle. */
 export const migrationsList: MigrationObject[] = [
@@ -58,4 +59,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261214000000_cloudflare', class: Migration20261214000000_cloudflare },
   { name: 'Migration20261215000000_dmarc_reports', class: Migration20261215000000_dmarc_reports },
   { name: 'Migration20261216000000_dmarc_ramp', class: Migration20261216000000_dmarc_ramp },
+  { name: 'Migration20261217000000_dkim_ed25519', class: Migration20261217000000_dkim_ed25519 },
 ];

@@ -127,17 +127,22 @@ export async function savePublication(em: EntityManager, domainId: string, p: Om
   );
 }
 
-/** Forgets what an earlier publish did with records the domain no longer has (an old tracking host, a revoked key). */
+/**
+ * Forgets what an earlier publish did with records the domain no longer has (an old tracking host,
+ * a key that changed state), among `purposes` when given (a publish of some records only).
+ */
 export async function forgetOtherPublications(
   em: EntityManager,
   domainId: string,
   keep: { purpose: string; type: string; name: string }[],
+  purposes?: string[],
 ) {
   if (keep.length === 0) return;
-  await em.execute(`delete from dns_publications where domain_id = ? and (purpose || ' ' || type || ' ' || name) not in (?)`, [
-    domainId,
-    keep.map((k) => `${k.purpose} ${k.type} ${k.name}`),
-  ]);
+  await em.execute(
+    `delete from dns_publications where domain_id = ? and (purpose || ' ' || type || ' ' || name) not in (?)
+      ${purposes ? 'and purpose in (?)' : ''}`,
+    [domainId, keep.map((k) => `${k.purpose} ${k.type} ${k.name}`), ...(purposes ? [purposes] : [])],
+  );
 }
 
 /** A pending publication DNS now answers: verified (only if its content is still the one looked up). */

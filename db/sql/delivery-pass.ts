@@ -39,17 +39,19 @@ export interface PassEmail {
   deferrals: number;
   /** Set while it waits for its next direct-delivery attempt (back in `queued`, unclaimed). */
   retry_reason: string | null;
+  /** The run whose claim holds it (`sending`): a pass of another run leaves it alone. */
+  claimed_by: string | null;
   has_attachments: boolean;
   /** [id, address, state] in id order. */
   recipients: [string, string, RecipientState][];
 }
 
 const READ_EMAILS: PreparedStatement = {
-  name: 'delivery_pass_read_v2',
+  name: 'delivery_pass_read_v3',
   text: `
 select e.id, e.organization_id, e.domain_id, e.from_address, e.to_addresses, e.cc_addresses, e.bcc_addresses, e.reply_to,
        e.subject, e.html, e.text, e.headers, e.kind, e.topic_id, e.track_opens, e.track_clicks, e.mode, e.stream, e.status,
-       e.message_id, e.created_at, e.scheduled_at, e.deferrals, e.retry_reason,
+       e.message_id, e.created_at, e.scheduled_at, e.deferrals, e.retry_reason, e.claimed_by,
        exists (select 1 from attachments a where a.email_id = e.id) as has_attachments,
        coalesce((select json_agg(json_build_array(r.id, r.address, r.state) order by r.id) from recipients r where r.email_id = e.id), '[]')
          as recipients
@@ -100,6 +102,9 @@ export interface PassDomain {
   name: string;
   dkim_selector: string | null;
   dkim_private_key_enc: string | null;
+  /** The active Ed25519 key signed alongside the RSA one (RFC 8463); null for most domains. */
+  dkim_ed25519_selector: string | null;
+  dkim_ed25519_private_key_enc: string | null;
   return_path_host: string | null;
   tracking_host: string | null;
   organization_name: string;
@@ -109,18 +114,22 @@ export interface PassDomain {
 }
 
 const READ_DOMAINS: PreparedStatement = {
-  name: 'delivery_pass_domains_v3',
-  // The signing key is the domain's active key in dkim_keys (issue 41); a domain given its key on
-  // its row alone (no key rows yet) signs with that one.
+  name: 'delivery_pass_domains_v4',
+  // The signing key is the domain's active RSA key in dkim_keys (issue 41); a domain given its key
+  // on its row alone (no key rows yet) signs with that one. An active Ed25519 key signs alongside.
   text: `
 select d.id, d.name, coalesce(k.selector, d.dkim_selector) as dkim_selector,
        case when k.id is not null then k.private_key_enc else d.dkim_private_key_enc end as dkim_private_key_enc,
+       e.selector as dkim_ed25519_selector, e.private_key_enc as dkim_ed25519_private_key_enc,
        d.return_path_host, d.tracking_host,
        o.name as organization_name, o.postal_address, coalesce(d.transport, o.transport) as transport
   from domains d join organizations o on o.id = d.organization_id
   left join lateral (
     select id, selector, private_key_enc from dkim_keys
-     where domain_id = d.id and state = 'active' order by activated_at desc nulls last limit 1) k on true
+     where domain_id = d.id and state = 'active' and algorithm = 'rsa' order by activated_at desc nulls last limit 1) k on true
+  left join lateral (
+    select selector, private_key_enc from dkim_keys
+     where domain_id = d.id and state = 'active' and algorithm = 'ed25519' order by activated_at desc nulls last limit 1) e on true
  where d.id = any($1::uuid[])`,
 };
 

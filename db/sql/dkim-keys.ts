@@ -12,6 +12,8 @@ export interface DkimKeyRow {
   public_key: string;
   state: DkimKeyState;
   rotation_id: string | null;
+  /** An Ed25519 key signed alongside an RSA key (RFC 8463): that RSA key, whose states it follows. */
+  companion_of: string | null;
   matching_checks: number;
   last_observed: string | null;
   last_checked_at: Date | null;
@@ -22,7 +24,7 @@ export interface DkimKeyRow {
   revoked_at: Date | null;
 }
 
-const COLUMNS = `id, domain_id, selector, algorithm, public_key, state, rotation_id, matching_checks, last_observed,
+const COLUMNS = `id, domain_id, selector, algorithm, public_key, state, rotation_id, companion_of, matching_checks, last_observed,
   last_checked_at, created_at, activated_at, retiring_at, revoke_after, revoked_at`;
 
 const run = runSql;
@@ -31,27 +33,52 @@ export function listDkimKeys(em: EntityManager, domainId: string): Promise<DkimK
   return run<DkimKeyRow>(
     em,
     `select ${COLUMNS} from dkim_keys where domain_id = ?
-      order by case state when 'pending' then 0 when 'active' then 1 when 'retiring' then 2 else 3 end, created_at desc`,
+      order by case state when 'pending' then 0 when 'active' then 1 when 'retiring' then 2 else 3 end, created_at desc, algorithm desc`,
     [domainId],
   );
 }
 
 /**
- * The new pending key of a rotation; null when the domain has a rotation in progress (a pending or
- * retiring key: the partial unique index decides) or the selector was taken.
+ * A new pending key of a rotation: its RSA key, or the Ed25519 key signed alongside it (`companionOf`
+ * that RSA key, inserted after it). Null when the domain has a rotation in progress (a pending or
+ * retiring key of the algorithm: the partial unique index decides) or the selector was taken.
  */
 export async function insertPendingKey(
   em: EntityManager,
-  k: { id: string; domainId: string; selector: string; publicKey: string; privateKeyEnc: string; now: Date },
+  k: {
+    id: string;
+    domainId: string;
+    selector: string;
+    algorithm?: 'rsa' | 'ed25519';
+    companionOf?: string;
+    publicKey: string;
+    privateKeyEnc: string;
+    now: Date;
+  },
 ): Promise<string | null> {
   const rows = await run<{ id: string }>(
     em,
-    `insert into dkim_keys (id, domain_id, selector, algorithm, public_key, private_key_enc, state, rotation_id, created_at)
-     values (?, ?, ?, 'rsa', ?, ?, 'pending', ?, ?)
+    `insert into dkim_keys (id, domain_id, selector, algorithm, public_key, private_key_enc, state, rotation_id, companion_of, created_at)
+     values (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)
      on conflict do nothing returning id`,
-    [k.id, k.domainId, k.selector, k.publicKey, k.privateKeyEnc, k.id, k.now],
+    [k.id, k.domainId, k.selector, k.algorithm ?? 'rsa', k.publicKey, k.privateKeyEnc, k.companionOf ?? k.id, k.companionOf ?? null, k.now],
   );
   return rows[0]?.id ?? null;
+}
+
+/** The keys signed alongside a key (its Ed25519 companion), whatever their state. */
+export function readCompanions(em: EntityManager, keyId: string): Promise<DkimKeyRow[]> {
+  return run<DkimKeyRow>(em, `select ${COLUMNS} from dkim_keys where companion_of = ? order by created_at`, [keyId]);
+}
+
+/** A rotation's pending companions → revoked with it (cancel, expiry, the domain deleted); their selectors. */
+export function revokePendingCompanions(em: EntityManager, keyId: string, now: Date): Promise<{ id: string; selector: string }[]> {
+  return run<{ id: string; selector: string }>(
+    em,
+    `update dkim_keys set state = 'revoked', private_key_enc = null, revoked_at = ?
+      where companion_of = ? and state = 'pending' returning id, selector`,
+    [now, keyId],
+  );
 }
 
 /** Pending → revoked (cancel, or the rotation giving up); false when it was no longer pending. */
@@ -101,8 +128,10 @@ export async function recordKeyCheck(
 
 /**
  * The switch, in the caller's transaction: the pending key becomes active only if still pending
- * (a cancel may have won), then the domain's other active keys retire, and the domain's row
- * mirrors the new key. Returns the retired key ids, or null when the key was no longer pending.
+ * (a cancel may have won), with its pending companion (the Ed25519 key signed alongside); then
+ * the domain's other active keys retire, of either algorithm (an RSA-only rotation ends Ed25519
+ * signing), and the domain's row mirrors the new (RSA) key. Returns the retired key ids, or null
+ * when the key was no longer pending.
  */
 export async function switchToKey(em: EntityManager, keyId: string, now: Date, revokeAfter: Date): Promise<string[] | null> {
   const [key] = await run<{ domain_id: string; selector: string; public_key: string; private_key_enc: string }>(
@@ -112,11 +141,12 @@ export async function switchToKey(em: EntityManager, keyId: string, now: Date, r
     [now, keyId],
   );
   if (!key) return null;
+  await run(em, `update dkim_keys set state = 'active', activated_at = ? where companion_of = ? and state = 'pending'`, [now, keyId]);
   const retired = await run<{ id: string }>(
     em,
     `update dkim_keys set state = 'retiring', retiring_at = ?, revoke_after = ?, retired_by = ?
-      where domain_id = ? and state = 'active' and id <> ? returning id`,
-    [now, revokeAfter, keyId, key.domain_id, keyId],
+      where domain_id = ? and state = 'active' and id <> ? and companion_of is distinct from ? returning id`,
+    [now, revokeAfter, keyId, key.domain_id, keyId, keyId],
   );
   await run(em, `update domains set dkim_selector = ?, dkim_public_key = ?, dkim_private_key_enc = ? where id = ?`, [
     key.selector,

@@ -38,15 +38,29 @@ export async function readDmarcRamp(em: EntityManager, domainId: string, forUpda
   return rows[0] ?? null;
 }
 
-/** A new ramp at p=none; false when the domain has one already (another operator's start won). */
-export async function insertDmarcRamp(em: EntityManager, domainId: string, runId: string, by: string, now: Date): Promise<boolean> {
-  const rows = await run<{ domain_id: string }>(
+/**
+ * A new ramp at p=none, or a stopped one running again at the step it stopped at (under a new run
+ * id, its old verdict and refusal cleared); null when the domain's ramp is running (another
+ * operator's start won). `restarted`: the row was there.
+ */
+export async function insertDmarcRamp(
+  em: EntityManager,
+  domainId: string,
+  runId: string,
+  by: string,
+  now: Date,
+): Promise<{ step: DmarcRampStep; restarted: boolean } | null> {
+  const rows = await run<{ step: DmarcRampStep; restarted: boolean }>(
     em,
     `insert into dmarc_ramps (domain_id, step, step_since, run_id, started_by, updated_at) values (?, 'none', ?, ?, ?, ?)
-      on conflict (domain_id) do nothing returning domain_id`,
+      on conflict (domain_id) do update set run_id = excluded.run_id, state = 'running', started_by = excluded.started_by,
+        requested = null, requested_by = null, requested_at = null, verdict = null, verdict_at = null,
+        refusal = null, refusal_at = null, updated_at = excluded.updated_at
+      where dmarc_ramps.state = 'stopped'
+      returning step, (xmax <> 0) as restarted`,
     [domainId, now, runId, by, now],
   );
-  return rows.length === 1;
+  return rows[0] ?? null;
 }
 
 /** The operator's request, kept until the run applies it; a later request replaces an unapplied one. */

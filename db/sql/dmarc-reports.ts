@@ -51,7 +51,23 @@ export interface NewReportRow {
   ours: boolean;
 }
 
-/** Stores a report and its rows; false (nothing written) when the reporter sent this report id before. */
+/** Reports a reporter (org_name, any case) sent about a domain that were received in [from, to). */
+export async function countReporterReports(
+  em: EntityManager,
+  q: { domainId: string; reporter: string; from: Date; to: Date },
+): Promise<number> {
+  const [row] = await run<{ n: number }>(
+    em,
+    `select count(*)::int as n from dmarc_reports where domain_id = ? and lower(reporter) = lower(?) and received_at >= ? and received_at < ?`,
+    [q.domainId, q.reporter, q.from, q.to],
+  );
+  return row?.n ?? 0;
+}
+
+/**
+ * Stores a report and its rows; false (nothing written) when the reporter (its org_name in any
+ * case) sent this report id before.
+ */
 export async function insertReport(
   em: EntityManager,
   r: { domainId: string; reporter: string; reportId: string; begin: Date; end: Date; receivedAt: Date; rows: NewReportRow[] },
@@ -59,9 +75,11 @@ export async function insertReport(
   const id = uuidv7();
   const inserted = await run(
     em,
-    `insert into dmarc_reports (id, domain_id, reporter, report_id, begin_at, end_at, received_at) values (?, ?, ?, ?, ?, ?, ?)
+    `insert into dmarc_reports (id, domain_id, reporter, report_id, begin_at, end_at, received_at)
+     select ?, ?, ?, ?, ?::timestamptz, ?::timestamptz, ?::timestamptz
+      where not exists (select 1 from dmarc_reports where domain_id = ? and lower(reporter) = lower(?) and report_id = ?)
      on conflict (domain_id, reporter, report_id) do nothing returning 1`,
-    [id, r.domainId, r.reporter, r.reportId, r.begin, r.end, r.receivedAt],
+    [id, r.domainId, r.reporter, r.reportId, r.begin, r.end, r.receivedAt, r.domainId, r.reporter, r.reportId],
   );
   if (inserted.length === 0) return false;
   // One statement per report: the rows travel as one JSON array (a report may hold thousands).

@@ -46,12 +46,13 @@ export async function readHosting(em: EntityManager, host: string): Promise<Host
   return row ? toRow(row) : null;
 }
 
-/** A host's row found by one column, only while a live domain has the host as its return path. */
+/** A host's row found by one column, only while a live, verified domain has the host as its return path. */
 async function liveHosting(orm: Orm, column: 'host' | 'report_token', value: string): Promise<HostingRow | null> {
   const [row] = await run<RawHosting>(
     orm.em.fork(),
     `select ${COLUMNS} from mta_sts_hosting h
-      where ${column} = ? and exists (select 1 from domains d where d.return_path_host = h.host and d.deleted_at is null)`,
+      where ${column} = ? and exists (
+        select 1 from domains d where d.return_path_host = h.host and d.deleted_at is null and d.status = 'verified')`,
     [value],
   );
   return row ? toRow(row) : null;

@@ -107,7 +107,7 @@ describe('Activities: direct delivery deferrals (backoff, suspension, maximum ag
   /** One attempt as a batch run makes it. */
   async function attempt(id: string, run: string) {
     assert.deepEqual(await acts.claimBatch(run, [id]), [id]);
-    return acts.deliverBatch([id]);
+    return acts.deliverBatch([id], run);
   }
 
   it('a refusal for now: queued, out of the outbox until 5 min later, then 10 min; released when due; delivered once', async () => {
@@ -202,6 +202,24 @@ describe('Activities: direct delivery deferrals (backoff, suspension, maximum ag
     assert.equal(e.retryReason, 'deferred');
     assert.deepEqual(await states(id), ['again@far.example:pending']);
     assert.deepEqual(direct.sent, [], 'nothing handed over again');
+  });
+
+  it('a pass run again after its deferral was released and claimed by a new run leaves it to that run (sent once)', async () => {
+    const id = await store(['late@far.example']);
+    direct.refuse.set('late@far.example', { code: 451, response: '451 later' });
+    await attempt(id, 'run-old');
+    direct.refuse.clear();
+    now += 5 * MIN;
+    assert.ok((await releaseDueRetries(orm.em.fork(), { now: new Date(now), limit: 1000 })) >= 1);
+    assert.deepEqual(await acts.claimBatch('run-new', [id]), [id]);
+    direct.sent = [];
+    // The old run's pass again (a crash after its deferral committed, restarted past retry_at).
+    assert.deepEqual(await acts.deliverBatch([id], 'run-old'), { retry: [], failed: [] });
+    assert.deepEqual(direct.sent, [], 'the old run hands nothing over');
+    assert.equal((await row(id)).claimedBy, 'run-new');
+    assert.deepEqual(await acts.deliverBatch([id], 'run-new'), { retry: [], failed: [] });
+    assert.deepEqual(direct.sent, ['late@far.example']);
+    assert.equal((await row(id)).status, 'delivered');
   });
 
   it('a 5.7.x refusal from the MX is of the sender: a soft bounce, and the address is not suppressed', async () => {

@@ -129,12 +129,17 @@ describe('DKIM rotation through the console, the workflow and signed mail', func
     );
     page = (await p.get(base)).html;
     const revoked = new RegExp(`<tr class="dkim-revoked"><td class="mono">${old}</td>[\\s\\S]*?</tr>`).exec(page)?.[0];
-    assert.ok(revoked?.includes(`Publish <span class="mono">v=DKIM1; p=</span>`), 'the page says to publish an empty key');
+    assert.match(
+      revoked!,
+      /Private key deleted\. Publish\s+<span class="mono">v=DKIM1; k=rsa; p=<\/span>/,
+      'the page says to publish an empty key',
+    );
+    assert.ok(revoked?.includes(`${old}._domainkey.${domain.name} TXT v=DKIM1; k=rsa; p=`), 'the record to publish, with its empty key');
     const [k] = await sql(`select private_key_enc from dkim_keys where selector = ? and domain_id = ?`, [old, domain.id]);
     assert.equal(k.private_key_enc, null);
 
     // The operator publishes the empty key: old signatures stop verifying, new ones go on.
-    env.dns.txt.set(`${old}._domainkey.${domain.name}`, ['v=DKIM1; p=']);
+    env.dns.txt.set(`${old}._domainkey.${domain.name}`, ['v=DKIM1; k=rsa; p=']);
     assert.notEqual((await verify(during)).status.result, 'pass');
     assert.equal((await verify(await send('After the revocation'))).status.result, 'pass');
 
@@ -146,5 +151,7 @@ describe('DKIM rotation through the console, the workflow and signed mail', func
       { action: 'domain.dkim_rotation_switched', actor: null },
       { action: 'domain.dkim_rotation_revoked', actor: null },
     ]);
+    // Not an internal organization with a Cloudflare token: the rotation published nothing.
+    assert.deepEqual(await sql(`select action from audit_log where target_id = ? and action = 'domain.dns_published'`, [domain.id]), []);
   });
 });

@@ -7,6 +7,8 @@ import { deliverRaw } from '../support/returns';
 import { gz, reportMessage, reportXml, zip, type SyntheticRecord } from '../support/dmarc-reports';
 import { dmarcStats } from '../../db/sql/dmarc-reports';
 import { MAX_XML_BYTES } from '../../core/dmarc/report';
+import { MAX_REPORTS_PER_REPORTER_DAY } from '../../core/dmarc/ingest';
+import { uuidv7 } from '../../db/ids';
 
 /**
  * Issue 41: DMARC aggregate reports mailed over real SMTP to `dmarc-reports@<return-path host>` of
@@ -96,6 +98,7 @@ describe('DMARC aggregate reports through the inbound listener', function () {
 
   it('stores a report mailed twice once', async () => {
     assert.equal(await mail('again.xml.gz', gz(xmlOf('gz-1', [ours(100)]))), 'dmarc_duplicate');
+    assert.equal(await mail('again.xml.gz', gz(xmlOf('gz-1', [ours(100)], 'Google.com'))), 'dmarc_duplicate', 'whatever the case');
     assert.equal((await reports()).length, 3);
   });
 
@@ -119,6 +122,28 @@ describe('DMARC aggregate reports through the inbound listener', function () {
     for (const [name, content] of refused) assert.equal(await mail(name, content), 'dmarc_refused', name);
     assert.deepEqual(await reports(), before);
     assert.equal(await mail('next.xml', xmlOf('next-1', [ours(10)], 'mail.ru')), 'dmarc_report');
+  });
+
+  it(`takes at most ${MAX_REPORTS_PER_REPORTER_DAY} reports a day from one reporter for a domain, refusing the rest without harm`, async () => {
+    // The reporter's reports of today, as if mailed already (each would be a message through the listener).
+    for (let i = 0; i < MAX_REPORTS_PER_REPORTER_DAY; i++) {
+      await sql().execute(
+        `insert into dmarc_reports (id, domain_id, reporter, report_id, begin_at, end_at, received_at) values (?, ?, 'flood.example', ?, ?, ?, now())`,
+        [uuidv7(), domain.id, `flood-${i}`, day, new Date(day.getTime() + 3_600_000)],
+      );
+    }
+    const count = async () =>
+      (await sql().execute(`select count(*)::int as n from dmarc_reports where domain_id = ?`, [domain.id]))[0].n as number;
+    const before = await count();
+    assert.equal(await mail('flood.xml', xmlOf('flood-new', [ours(1)], 'flood.example')), 'dmarc_capped');
+    assert.equal(await mail('flood.xml', xmlOf('flood-new-2', [ours(1)], 'FLOOD.example')), 'dmarc_capped', 'whatever the case');
+    assert.equal(await count(), before, 'nothing stored');
+    assert.equal(
+      await mail('other.xml', xmlOf('other-reporter-1', [ours(1)], 'fastmail.com')),
+      'dmarc_report',
+      'another reporter is taken',
+    );
+    await sql().execute(`delete from dmarc_reports where domain_id = ? and reporter in ('flood.example', 'fastmail.com')`, [domain.id]);
   });
 
   it('sums a period for the ramp’s gate', async () => {

@@ -63,6 +63,9 @@ describe('MTA-STS hosting: the policy served on mta-sts.<return-path host>, the 
     (await env.service.db.orm.em.fork().getConnection().execute(`select count(*)::int as n from tls_rpt_reports where host = ?`, [host]))[0]
       .n as number;
   const post = (path: string, raw: Buffer | string, contentType: string) => request(env.url, 'POST', path, { raw, contentType });
+  const hostingRows = async () =>
+    (await env.service.db.orm.em.fork().getConnection().execute(`select count(*)::int as n from mta_sts_hosting where host = ?`, [host]))[0]
+      .n as number;
   const apiRecords = async () => (await t.call('GET', `/api/v1/domains/${d.id}`, { as: 'admin' })).body.records as any[];
 
   before(async () => {
@@ -89,7 +92,32 @@ describe('MTA-STS hosting: the policy served on mta-sts.<return-path host>, the 
     }
   });
 
-  it('shows the policy and its records on the domain page; the records join the domain’s, optional: the domain verifies without them', async () => {
+  it('hosts nothing for a pending domain, and a page view writes nothing', async () => {
+    const view = await c.get(page);
+    assert.equal(view.status, 200);
+    assert.match(view.html, /hosted once this domain is verified/);
+    assert.ok(!view.html.includes('/.well-known/mta-sts.txt'));
+    assert.equal(await hostingRows(), 0, 'no hosting row from a view');
+    assert.deepEqual(
+      (await apiRecords()).filter((r) => ['mta_sts_host', 'mta_sts', 'tls_rpt'].includes(r.purpose)),
+      [],
+    );
+    const asked = await c.post(`${page}/mta-sts/host`);
+    assert.equal(asked.status, 409, 'nor on request while it is pending');
+    assert.equal(await hostingRows(), 0);
+  });
+
+  it('hosts the policy once a check verifies the domain; the records join the domain’s, optional: the domain verifies without them', async () => {
+    // Only the identity records in DNS: the domain verifies, and its hosting is made then.
+    for (const r of (await apiRecords()).filter((x) => x.required)) {
+      if (r.type === 'MX') env.dns.mx.set(r.name, [{ priority: 10, exchange: r.value.split(' ')[1] }]);
+      else env.dns.txt.set(r.name, [...(env.dns.txt.get(r.name) ?? []), r.value]);
+    }
+    const verified = await t.call('POST', `/api/v1/domains/${d.id}/verify`, { as: 'admin' });
+    assert.equal(verified.body.status, 'verified');
+    assert.equal(await hostingRows(), 1);
+    const [hosted] = await env.service.db.orm.em.fork().find(AuditEntry, { targetId: d.id, action: 'domain.mta_sts_hosted' });
+    assert.equal(hosted!.actor, null, 'made by the check (the system)');
     const view = await c.get(page);
     assert.equal(view.status, 200);
     assert.match(view.html, /<h2 id="mta-sts">MTA-STS<\/h2>/);
@@ -109,15 +137,11 @@ describe('MTA-STS hosting: the policy served on mta-sts.<return-path host>, the 
     assert.equal(mine[0].value, 'localhost');
     rua = /rua=(https:\/\/\S+)$/.exec(mine[2].value)![1];
     assert.match(rua, /\/tlsrpt\/[0-9a-f]{32}$/);
-    // Only the identity records in DNS: the domain verifies, the MTA-STS records show as missing.
-    for (const r of records.filter((x) => x.required)) {
-      if (r.type === 'MX') env.dns.mx.set(r.name, [{ priority: 10, exchange: r.value.split(' ')[1] }]);
-      else env.dns.txt.set(r.name, [...(env.dns.txt.get(r.name) ?? []), r.value]);
-    }
-    const verified = await t.call('POST', `/api/v1/domains/${d.id}/verify`, { as: 'admin' });
-    assert.equal(verified.body.status, 'verified');
+    // Checked again: still verified, the MTA-STS records (not in DNS) show as missing.
+    const again = await t.call('POST', `/api/v1/domains/${d.id}/verify`, { as: 'admin' });
+    assert.equal(again.body.status, 'verified');
     assert.deepEqual(
-      verified.body.records.filter((r: any) => !r.required && r.purpose !== 'dmarc').map((r: any) => r.status),
+      again.body.records.filter((r: any) => !r.required && r.purpose !== 'dmarc').map((r: any) => r.status),
       ['missing', 'missing', 'missing'],
     );
   });
@@ -177,6 +201,27 @@ describe('MTA-STS hosting: the policy served on mta-sts.<return-path host>, the 
         `<td>${today()}</td><td class="num">2</td><td class="num">150</td><td class="num"><span class="bad">3</span></td>`,
       ),
       view.html.slice(view.html.indexOf('TLS reports')),
+    );
+  });
+
+  it('shows a same-named pending domain of another organization nothing of the host: no policy, no report counts', async () => {
+    const other = await newTenant(env);
+    const identity = { secrets: createSecrets(randomBytes(32)), platform: platformDns(readConfig({}).platformMailDomain) };
+    const twin = await createDomain(env.service.db.orm, other.orgId, d.name, { identity });
+    assert.equal(twin.returnPathHost, host, 'the same return-path host');
+    const op = await newOperator(env, other.orgId);
+    const oc = new FlatConsoleClient(env.url);
+    assert.equal((await oc.signIn(op.email, op.password)).status, 303);
+    const view = await oc.get(`/console/o/${other.orgId}/domains/${twin.id}`);
+    assert.equal(view.status, 200);
+    assert.match(view.html, /hosted once this domain is verified/);
+    assert.ok(!view.html.includes('TLS reports received'), 'no TLS report counts');
+    assert.ok(!view.html.includes('/.well-known/mta-sts.txt'));
+    assert.equal((await oc.post(`/console/o/${other.orgId}/domains/${twin.id}/mta-sts/host`)).status, 409);
+    assert.equal(
+      (await env.service.db.orm.em.fork().find(AuditEntry, { targetId: twin.id })).filter((a) => a.action.startsWith('domain.mta_sts'))
+        .length,
+      0,
     );
   });
 

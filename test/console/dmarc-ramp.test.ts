@@ -63,6 +63,9 @@ describe('console: the DMARC policy ramp', function () {
     }
   }
 
+  const runStatus = async (id: string) =>
+    (await sql<{ status: string }>(`select status from dbos.workflow_status where workflow_uuid = ?`, [id]))[0]?.status;
+
   /** Posts a request and waits for the run to apply it (the row's request cleared). */
   async function request(kind: 'advance' | 'back' | 'stop') {
     assert.equal((await c.post(`${base}/dmarc-ramp/${kind}`)).status, 303);
@@ -84,7 +87,7 @@ describe('console: the DMARC policy ramp', function () {
   it('starts at p=none: the record written for RFC 7489 and DMARCbis alike, audited, the gate checked by the run', async () => {
     assert.match((await c.get(base)).html, /Start the DMARC ramp/);
     assert.equal((await c.post(`${base}/dmarc-ramp/start`)).status, 303);
-    assert.equal((await c.post(`${base}/dmarc-ramp/start`)).status, 409, 'a second start is refused');
+    assert.equal((await c.post(`${base}/dmarc-ramp/start`)).status, 409, 'a second start is refused while it runs');
     const want = `v=DMARC1; p=none; rua=mailto:dmarc-reports@${domain.return_path}`;
     assert.deepEqual(
       (await dmarcRecord()).map((r) => [r.name, r.value]),
@@ -147,13 +150,31 @@ describe('console: the DMARC policy ramp', function () {
     await request('stop');
     assert.equal((await ramp()).state, 'stopped');
     assert.equal((await audit('domain.dmarc_ramp_stopped'))[0]!.actor, `console:${admin.email}`);
-    await waitFor(async () => {
-      const [wf] = await sql<{ status: string }>(`select status from dbos.workflow_status where workflow_uuid = ?`, [
-        `dmarc-ramp:${domain.id}`,
-      ]);
-      return wf?.status === 'SUCCESS';
-    }, 'the run ended');
+    await waitFor(async () => (await runStatus((await ramp()).run_id)) === 'SUCCESS', 'the run ended');
     assert.match((await c.get(base)).html, /ramp stopped/);
     assert.equal((await c.post(`${base}/dmarc-ramp/advance`)).status, 409, 'no request once stopped');
+  });
+
+  it('starts a stopped ramp again under a run of its own, at the step it stopped at', async () => {
+    const before = await ramp();
+    assert.equal(before.state, 'stopped');
+    assert.match((await c.get(base)).html, /Start the ramp again/);
+    assert.equal((await c.post(`${base}/dmarc-ramp/start`)).status, 303);
+    const again = await ramp();
+    assert.equal(again.state, 'running');
+    assert.equal(again.step, before.step);
+    assert.notEqual(again.run_id, before.run_id);
+    assert.equal(await runStatus(before.run_id), 'SUCCESS', 'the old run stays ended');
+    const [restarted] = await audit('domain.dmarc_ramp_restarted');
+    assert.equal(restarted!.actor, `console:${admin.email}`);
+    assert.equal(restarted!.details.step, before.step);
+    await waitFor(async () => (await ramp()).verdict, 'the new run checks the gate');
+    // Its requests reach the new run.
+    await request('stop');
+    assert.equal((await ramp()).state, 'stopped');
+    await waitFor(async () => (await runStatus(again.run_id)) === 'SUCCESS', 'the second run ended');
+    assert.equal((await c.post(`${base}/dmarc-ramp/start`)).status, 303, 'and again');
+    assert.equal((await ramp()).state, 'running');
+    await request('stop');
   });
 });

@@ -109,14 +109,16 @@ describe('DKIM keys: the migration, rotation start and cancel, and the rotation 
     );
 
     // Not published, then something else published: no match, and signing stays with the old key.
-    assert.deepEqual(await activities.checkDkimKey(keyId), { state: 'pending', matches: false });
+    assert.deepEqual(await activities.checkDkimKey(keyId), { state: 'pending', matches: false, ttlSeconds: null });
     dns.txt.set(dkimRecordName(selector, d.name), ['v=DKIM1; k=rsa; p=MIIBsomethingelse']);
-    assert.deepEqual(await activities.checkDkimKey(keyId), { state: 'pending', matches: false });
+    assert.deepEqual(await activities.checkDkimKey(keyId), { state: 'pending', matches: false, ttlSeconds: null });
     let signing = (await loadSenderIdentities(orm, secrets, [d.id])).get(d.id)!;
     assert.equal(signing.dkim?.keySelector, d.selector);
 
     dns.txt.set(dkimRecordName(selector, d.name), [dkimRecordValue(publicKey)]);
-    assert.deepEqual(await activities.checkDkimKey(keyId), { state: 'pending', matches: true });
+    dns.txtTtl.set(dkimRecordName(selector, d.name), 600);
+    // The TTL the record is served with comes back with the match: the switch waits at least that long.
+    assert.deepEqual(await activities.checkDkimKey(keyId), { state: 'pending', matches: true, ttlSeconds: 600 });
     assert.equal((await domainDkimKeys(orm, d.id))[0].matching_checks, 1);
 
     const oldId = keys[1].id;

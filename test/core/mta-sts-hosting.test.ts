@@ -8,6 +8,7 @@ import { platformDns, evaluate } from '../../core/domains/identity';
 import { parseStsPolicy, parseStsRecord, mxMatchesPolicy } from '../../core/delivery/mta-sts';
 import {
   MAX_AGE,
+  domainHosting,
   ensureHosting,
   hostOfPolicyRequest,
   hostingRecords,
@@ -184,6 +185,25 @@ describe('core/domains/mta-sts-hosting: the policy served for return-path hosts,
       assert.equal(again.policyId, h.policyId, 'looking again changes nothing');
       assert.deepEqual(await audits(d.id), [['domain.mta_sts_hosted', null, { host: h.host, mode: 'testing', policy_id: h.policyId }]]);
       assert.deepEqual(await servedHosting(orm, h.host), again);
+    });
+
+    it('hosts only a verified domain, and reading what the page shows writes nothing', async () => {
+      const pending = await createDomain(orm, orgId, `p${randomBytes(4).toString('hex')}.example.test`, { identity });
+      assert.equal(await ensureHosting(orm, pending.id, PUBLIC), null);
+      assert.deepEqual(await domainHosting(orm, pending.id), {
+        verified: false,
+        verifiedAt: null,
+        host: pending.returnPathHost,
+        hosting: null,
+        mxChanged: false,
+      });
+      const d = await newDomain();
+      assert.equal((await domainHosting(orm, d.id))!.hosting, null);
+      assert.equal(await servedHosting(orm, d.returnPathHost!), null, 'a read made nothing');
+      assert.deepEqual(await audits(pending.id), []);
+      const h = (await ensureHosting(orm, d.id, PUBLIC, new Date(), 'console:ops@example.com'))!;
+      assert.deepEqual((await domainHosting(orm, d.id))!.hosting, h);
+      assert.equal((await audits(d.id))[0]![1], 'console:ops@example.com');
     });
 
     it('moves the mode to enforce and back, a new id and record each time, audited; the same mode again writes nothing', async () => {

@@ -113,6 +113,8 @@ describe("db/sql/delivery-pass: a pass's reads, its in-flight mark, and its outc
         name: domain.name,
         dkim_selector: 'sel1',
         dkim_private_key_enc: 'sealed',
+        dkim_ed25519_selector: null,
+        dkim_ed25519_private_key_enc: null,
         return_path_host: 'rp.example.test',
         tracking_host: 't.example.test',
         organization_name: 'Pass Org',

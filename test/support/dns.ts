@@ -15,6 +15,8 @@ export class TestDns {
   /** Name → IPv4 and IPv6 addresses (MX hosts, the A fallback, mta-sts.<domain> policy hosts). */
   readonly a = new Map<string, string[]>();
   readonly aaaa = new Map<string, string[]>();
+  /** Name → the TTL (seconds) its TXT records are served with; 1 unless set. */
+  readonly txtTtl = new Map<string, number>();
   /** Names answered SERVFAIL (a resolver failing for now). */
   readonly servfail = new Set<string>();
   /** Names answered NXDOMAIN (the name does not exist); others without records answer NOERROR, empty. */
@@ -39,7 +41,8 @@ export class TestDns {
         for (const value of this.txt.get(name) ?? []) {
           // TXT strings are at most 255 bytes each; long values (DKIM keys) go in several.
           const chunks = value.match(/.{1,255}/g) ?? [''];
-          response.answers.push({ name: q.name, type: Packet.TYPE.TXT, class: Packet.CLASS.IN, ttl: 1, data: chunks } as never);
+          const ttl = this.txtTtl.get(name) ?? 1;
+          response.answers.push({ name: q.name, type: Packet.TYPE.TXT, class: Packet.CLASS.IN, ttl, data: chunks } as never);
         }
       } else if (q.type === Packet.TYPE.MX) {
         for (const m of this.mx.get(name) ?? []) {

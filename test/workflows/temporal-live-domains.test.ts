@@ -140,7 +140,10 @@ describe('Temporal engine, live: DomainVerification, DkimRotation and DmarcRamp'
     assert.equal(run.type, 'DkimRotation');
     assert.equal(run.result.outcome, 'revoked');
     const steps = activitiesOf(run);
-    assert.deepEqual(steps.slice(-2), ['switchDkimKey', 'revokeDkimKeys']);
+    // Not an internal organization with a token: each publish step runs, and publishes nothing.
+    assert.equal(steps[0], 'publishDkimRecords', 'the pending key published first');
+    assert.deepEqual(steps.slice(-4), ['switchDkimKey', 'publishDkimRecords', 'revokeDkimKeys', 'publishDkimRecords']);
+    assert.deepEqual(await s.sql(`select action from audit_log where target_id = ? and action = 'domain.dns_published'`, [id]), []);
     assert.ok(steps.filter((a) => a === 'checkDkimKey').length >= 4, 'an unmatched check, then at least 3 matching ones');
     assert.deepEqual([await state(selector), await state(old)], ['active', 'revoked']);
 
@@ -155,7 +158,7 @@ describe('Temporal engine, live: DomainVerification, DkimRotation and DmarcRamp'
     assert.deepEqual([sig.selector, sig.status.result], [selector, 'pass']);
   });
 
-  it('DmarcRamp from the console: the worker records the gate, refuses an advance it does not allow, and ends on stop', async () => {
+  it('DmarcRamp from the console: the worker records the gate, refuses an advance it does not allow, ends on stop, and starts again', async () => {
     const name = `ramp-${Date.now()}.example.test`;
     const created = await s.call('POST', '/api/v1/domains', { as: 'admin', body: { name } });
     assert.equal(created.status, 201, JSON.stringify(created.body));
@@ -171,11 +174,27 @@ describe('Temporal engine, live: DomainVerification, DkimRotation and DmarcRamp'
     await waitFor(async () => (await ramp()).refusal, 'the advance refused');
     assert.equal((await ramp()).step, 'none');
     assert.equal((await c.post(`${base}/dmarc-ramp/stop`)).status, 303);
-    const run = await s.run(`dmarc-ramp:${id}`, ['COMPLETED'], 60_000);
+    const first = (await ramp()).run_id as string;
+    assert.ok(first.startsWith(`dmarc-ramp:${id}:`));
+    const run = await s.run(first, ['COMPLETED'], 60_000);
     assert.equal(run.type, 'DmarcRamp');
     assert.deepEqual(run.result, { outcome: 'stopped', checks: 2, requests: 2 });
-    assert.deepEqual(activitiesOf(run), ['checkDmarcGate', 'applyDmarcRequest', 'checkDmarcGate', 'applyDmarcRequest']);
+    // The start's record published first (a no-op: the organization has no Cloudflare zone).
+    assert.deepEqual(activitiesOf(run), [
+      'publishDmarcRecord',
+      'checkDmarcGate',
+      'applyDmarcRequest',
+      'checkDmarcGate',
+      'applyDmarcRequest',
+    ]);
     assert.equal((await ramp()).state, 'stopped');
     assert.match((await c.get(base)).html, /ramp stopped/);
+    // Started again: a run of its own, which the next stop ends.
+    assert.equal((await c.post(`${base}/dmarc-ramp/start`)).status, 303);
+    const second = (await ramp()).run_id as string;
+    assert.notEqual(second, first);
+    await waitFor(async () => (await ramp()).verdict, 'the second run checks the gate');
+    assert.equal((await c.post(`${base}/dmarc-ramp/stop`)).status, 303);
+    assert.deepEqual((await s.run(second, ['COMPLETED'], 60_000)).result, { outcome: 'stopped', checks: 1, requests: 1 });
   });
 });

@@ -133,29 +133,44 @@ describe('Temporal engine: bundled workflows replayed through the real worker', 
   });
 
   /**
-   * DkimRotation: three matching checks a minute apart, the switch, the 7-day retiring timer, the
-   * revocation. `canceled`: the console's cancel signal ends the first wait and the next check finds
-   * the key gone. `wrong`: the revocation right after the switch, without the retiring timer.
+   * DkimRotation: the pending key published (not connected: `published: false`), three matching
+   * checks a minute apart, the switch, published, the 7-day retiring timer, the revocation,
+   * published (the empty key). `canceled`: the console's cancel signal ends the first wait, the next
+   * check finds the key gone, and the revoked key is published. `ttl`: the record is served with a
+   * TTL of 150 s, so the third match (at 2 min) is not enough and a fourth (at 3 min) switches.
+   * Wrong twins: `wrong`, the revocation right after the switch, without the retiring timer;
+   * `ttl-early`, the switch after the third match although the matches span less than the TTL.
    */
-  function dkimHistory(kind: 'rotated' | 'canceled' | 'wrong'): HistoryBuilder {
+  function dkimHistory(kind: 'rotated' | 'canceled' | 'ttl' | 'wrong' | 'ttl-early'): HistoryBuilder {
     const [domainId, keyId, oldKeyId] = [
       '019a0000-0000-7000-8000-0000000000e1',
       '019a0000-0000-7000-8000-0000000000e2',
       '019a0000-0000-7000-8000-0000000000e3',
     ];
     const retiringMs = 7 * 86_400_000;
+    const ttl = kind === 'ttl' || kind === 'ttl-early';
     const h = new HistoryBuilder(DKIM_ROTATION_WORKFLOW, TASK_QUEUE, [
       { domainId, keyId, checkIntervalMs: 60_000, requiredChecks: 3, minSpreadMs: 100_000, retiringMs, windowMs: 14 * 86_400_000 },
     ]).workflowTask();
-    for (let i = 1; i <= 3; i++) {
+    const publish = () => {
+      const p = h.scheduleActivity('publishDkimRecords', [domainId]);
+      h.advance(20).completeActivity(p, { published: false }).workflowTask();
+    };
+    publish();
+    const matches = kind === 'ttl' ? 4 : 3;
+    for (let i = 1; i <= matches; i++) {
       const check = h.scheduleActivity('checkDkimKey', [keyId]);
-      h.advance(20).completeActivity(check, { state: 'pending', matches: true }).workflowTask();
-      if (i === 3) break;
+      h.advance(20)
+        .completeActivity(check, { state: 'pending', matches: true, ttlSeconds: ttl ? 150 : 1 })
+        .workflowTask();
+      if (i === matches) break;
       const t = h.startTimer(60_000);
       if (kind === 'canceled') {
         h.advance(1_000).signal(DKIM_CANCEL_SIGNAL).workflowTask().cancelTimer(t);
         const gone = h.scheduleActivity('checkDkimKey', [keyId]);
-        h.advance(20).completeActivity(gone, { state: 'gone', matches: false });
+        h.advance(20).completeActivity(gone, { state: 'gone', matches: false }).workflowTask();
+        const p = h.scheduleActivity('publishDkimRecords', [domainId]);
+        h.advance(20).completeActivity(p, { published: false });
         return h.workflowTask().complete({ outcome: 'canceled', checks: 2 });
       }
       h.advance(60_000).fireTimer(t).workflowTask();
@@ -164,45 +179,66 @@ describe('Temporal engine: bundled workflows replayed through the real worker', 
     h.advance(20)
       .completeActivity(sw, { switched: true, retiringKeyIds: [oldKeyId] })
       .workflowTask();
+    publish();
     if (kind !== 'wrong') {
       const t = h.startTimer(retiringMs);
       h.advance(retiringMs).fireTimer(t).workflowTask();
     }
     const revoke = h.scheduleActivity('revokeDkimKeys', [domainId, [oldKeyId]]);
-    h.advance(20).completeActivity(revoke, null);
-    return h.workflowTask().complete({ outcome: 'revoked', checks: 3 });
+    h.advance(20).completeActivity(revoke, null).workflowTask();
+    const p = h.scheduleActivity('publishDkimRecords', [domainId]);
+    h.advance(20).completeActivity(p, { published: false });
+    return h.workflowTask().complete({ outcome: 'revoked', checks: matches });
   }
 
-  for (const kind of ['rotated', 'canceled'] as const) {
-    it(`replays DkimRotation: ${kind === 'rotated' ? 'three matching checks, the switch, the retiring timer, the revocation' : 'canceled by signal in its wait between checks'}`, async () => {
+  for (const [kind, what] of [
+    ['rotated', 'published, three matching checks, the switch, the retiring timer, the revocation, each published'],
+    ['canceled', 'canceled by signal in its wait between checks'],
+    ['ttl', "a fourth matching check, for the record's TTL of 150 s"],
+  ] as const) {
+    it(`replays DkimRotation: ${what}`, async () => {
       await Worker.runReplayHistory({ workflowBundle: bundle }, dkimHistory(kind).history(), `replay-dkim-${kind}`);
     });
   }
 
-  it('fails with a determinism error on a DkimRotation history that revokes without the retiring timer', async () => {
-    await assert.rejects(
-      Worker.runReplayHistory({ workflowBundle: bundle }, dkimHistory('wrong').history(), 'wrong-dkim'),
-      DeterminismViolationError,
-    );
-  });
+  for (const [kind, what] of [
+    ['wrong', 'revokes without the retiring timer'],
+    ['ttl-early', "switches before the matches span the record's TTL"],
+  ] as const) {
+    it(`fails with a determinism error on a DkimRotation history that ${what}`, async () => {
+      await assert.rejects(
+        Worker.runReplayHistory({ workflowBundle: bundle }, dkimHistory(kind).history(), `wrong-dkim-${kind}`),
+        DeterminismViolationError,
+      );
+    });
+  }
 
   /**
-   * DmarcRamp: a daily gate check, a day's timer, another check; then the operator's advance
-   * signal ends the wait and is applied, and a stop signal ends the run. `wrong`: the request
-   * applied right after the first check, without the wait for a signal.
+   * DmarcRamp: the start's record published, a daily gate check, a day's timer, another check;
+   * then the operator's advance signal ends the wait and is applied and its record published, and a
+   * stop signal ends the run. `wrong`: the request applied right after the first check, without
+   * the wait for a signal; `unpublished`: the advance applied without its publish step.
    */
-  function dmarcHistory(kind: 'stepped' | 'wrong'): HistoryBuilder {
+  function dmarcHistory(kind: 'stepped' | 'wrong' | 'unpublished'): HistoryBuilder {
     const domainId = '019a0000-0000-7000-8000-0000000000f1';
+    const runId = `dmarc-ramp:${domainId}:019a0000-0000-7000-8000-0000000000f2`;
     const day = 86_400_000;
-    const h = new HistoryBuilder(DMARC_RAMP_WORKFLOW, TASK_QUEUE, [{ domainId, checkIntervalMs: day }]).workflowTask();
+    const h = new HistoryBuilder(DMARC_RAMP_WORKFLOW, TASK_QUEUE, [
+      { domainId, checkIntervalMs: day, runId, startedBy: 'console:op@example.com' },
+    ]).workflowTask();
+    const publish = () => {
+      const a = h.scheduleActivity('publishDmarcRecord', [domainId, 'console:op@example.com']);
+      h.advance(20).completeActivity(a, { state: 'pending' }).workflowTask();
+    };
     const check = (holds: boolean) => {
-      const a = h.scheduleActivity('checkDmarcGate', [domainId, 0]);
+      const a = h.scheduleActivity('checkDmarcGate', [domainId, 0, runId]);
       h.advance(20).completeActivity(a, { state: 'running', holds, requested: false }).workflowTask();
     };
-    const apply = (result: { state: string; applied: string }) => {
-      const a = h.scheduleActivity('applyDmarcRequest', [domainId, 0]);
+    const apply = (result: { state: string; applied: string; by?: string }) => {
+      const a = h.scheduleActivity('applyDmarcRequest', [domainId, 0, runId]);
       h.advance(20).completeActivity(a, result).workflowTask();
     };
+    publish();
     check(false);
     if (kind === 'wrong') {
       apply({ state: 'stopped', applied: 'stopped' });
@@ -213,7 +249,8 @@ describe('Temporal engine: bundled workflows replayed through the real worker', 
     check(true);
     const t2 = h.startTimer(day);
     h.advance(3_600_000).signal(DMARC_REQUEST_SIGNAL).workflowTask().cancelTimer(t2);
-    apply({ state: 'running', applied: 'advanced' });
+    apply({ state: 'running', applied: 'advanced', by: 'console:op@example.com' });
+    if (kind !== 'unpublished') publish();
     check(false);
     const t3 = h.startTimer(day);
     h.advance(60_000).signal(DMARC_REQUEST_SIGNAL).workflowTask().cancelTimer(t3);
@@ -221,13 +258,20 @@ describe('Temporal engine: bundled workflows replayed through the real worker', 
     return h.complete({ outcome: 'stopped', checks: 3, requests: 2 });
   }
 
-  it('replays DmarcRamp: daily checks on a timer, an advance and a stop by signal', async () => {
+  it('replays DmarcRamp: the record published at the start and after an advance, daily checks on a timer, a stop by signal', async () => {
     await Worker.runReplayHistory({ workflowBundle: bundle }, dmarcHistory('stepped').history(), 'replay-dmarc-ramp');
   });
 
   it('fails with a determinism error on a DmarcRamp history that applies a request without waiting for its signal', async () => {
     await assert.rejects(
       Worker.runReplayHistory({ workflowBundle: bundle }, dmarcHistory('wrong').history(), 'wrong-dmarc-ramp'),
+      DeterminismViolationError,
+    );
+  });
+
+  it('fails with a determinism error on a DmarcRamp history that applies a step without publishing it', async () => {
+    await assert.rejects(
+      Worker.runReplayHistory({ workflowBundle: bundle }, dmarcHistory('unpublished').history(), 'unpublished-dmarc-ramp'),
       DeterminismViolationError,
     );
   });

@@ -277,7 +277,7 @@ describe('Temporal engine, time-skipping: the real schedules in seconds', functi
     assert.equal(byPurpose.dkim, 'missing');
   });
 
-  it('DkimRotation with the defaults: 4 checks 2 min apart (3 matching over 5 min), the switch, 7 days retiring, then revoked', async () => {
+  it('DkimRotation with the defaults: 4 checks 2 min apart (3 matching over 5 min, the TTL 1 s), the switch, 7 days retiring, then revoked', async () => {
     const timing = dkimRotationTiming();
     assert.deepEqual(
       [timing.checkIntervalMs, timing.requiredChecks, timing.minSpreadMs, timing.retiringMs],
@@ -318,6 +318,32 @@ describe('Temporal engine, time-skipping: the real schedules in seconds', functi
     );
   });
 
+  it("DkimRotation waits out the record's TTL: served with TTL 600 s, 6 checks 2 min apart (matches over 10 min) before the switch", async () => {
+    const timing = dkimRotationTiming();
+    const d = await createDomain(orm, orgId, `dkim-ttl-${uuidv7().slice(-12)}.example.test`, {
+      verified: true,
+      identity: { secrets, platform: platformDns('mail.example.test') },
+    });
+    const started = await startDkimRotation(orm, secrets, { id: d.id, organizationId: orgId, name: d.name }, 'console:op@example.com');
+    const name = dkimRecordName(started.selector, d.name);
+    dns.txt.set(name, [dkimRecordValue(started.publicKey)]);
+    dns.txtTtl.set(name, 600);
+    const id = dkimRotationWorkflowId(d.id, started.keyId);
+    await engine.start(dkimRotation, id, { domainId: d.id, keyId: started.keyId, ...timing });
+    assert.deepEqual(await env.client.workflow.getHandle(id).result(), { outcome: 'revoked', checks: 6 });
+    const events = await history(id);
+    const checks = scheduled(events, 'checkDkimKey');
+    const [switched] = scheduled(events, 'switchDkimKey');
+    assert.equal(checks.length, 6);
+    assert.ok(
+      gaps(checks).every((g) => g >= timing.checkIntervalMs && g < timing.checkIntervalMs + 5_000),
+      String(gaps(checks)),
+    );
+    assert.ok(switched - checks[0] >= 600_000, 'the matching checks span the TTL before the switch');
+    // Not an internal organization with a token: each publish step answers that nothing was published.
+    assert.equal(scheduled(events, 'publishDkimRecords').length, 3, 'at the start, after the switch, after the revocation');
+  });
+
   it('DmarcRamp re-checks its gate daily: not holding until the 14th day of reports, then an advance applied and a stop ending it', async () => {
     const now = await env.currentTimeMs();
     const d = await createDomain(orm, orgId, `dmarc-${uuidv7().slice(-12)}.example.test`, {
@@ -325,7 +351,7 @@ describe('Temporal engine, time-skipping: the real schedules in seconds', functi
       identity: { secrets, platform: platformDns('mail.example.test') },
     });
     const ref = { id: d.id, organizationId: orgId, name: d.name };
-    const id = dmarcRampWorkflowId(d.id);
+    const id = dmarcRampWorkflowId(d.id, uuidv7());
     await startDmarcRamp(orm, ref, id, 'console:op@example.com', new Date(now));
     // One report a day, each begun an hour before the day's check: this service's mail, all aligned.
     for (let k = 1; k <= 14; k++) {
@@ -341,7 +367,7 @@ describe('Temporal engine, time-skipping: the real schedules in seconds', functi
         [reportId, d.name],
       );
     }
-    await engine.start(dmarcRamp, id, { domainId: d.id, checkIntervalMs: DAY });
+    await engine.start(dmarcRamp, id, { domainId: d.id, checkIntervalMs: DAY, runId: id, startedBy: 'console:op@example.com' });
     const verdict = async () =>
       (await sql<{ verdict: { holds: boolean; days: number } }>(`select verdict from dmarc_ramps where domain_id = ?`, [d.id]))[0].verdict;
     await env.sleep(13 * DAY + HOUR);
@@ -361,6 +387,8 @@ describe('Temporal engine, time-skipping: the real schedules in seconds', functi
     await requestDmarcStep(orm, ref, 'stop', 'console:op@example.com');
     await engine.signal(id, DMARC_REQUEST_SIGNAL, 'stop-1');
     assert.deepEqual(await runFor(id, 0), { outcome: 'stopped', checks: 16, requests: 2 });
+    // The start's record and the advance's, each a publish step (a no-op here: no Cloudflare zone).
+    assert.equal(scheduled(await history(id), 'publishDmarcRecord').length, 2);
     const checks = scheduled(await history(id), 'checkDmarcGate');
     assert.ok(
       gaps(checks.slice(0, 15)).every((g) => g >= DAY && g < DAY + MINUTE),

@@ -10,8 +10,14 @@ describe('Workflow body: DkimRotation', () => {
     windowMs: 3_600_000,
   };
 
-  /** A check is `true` (matches), `false` (does not), or `gone` (the key is no longer pending). */
-  function run(checks: (boolean | 'gone')[], opts: { switched?: boolean; signalAt?: number } = {}) {
+  /**
+   * A check is `true` (matches, served with TTL 1 s), `false` (does not), `gone` (the key is no
+   * longer pending), or a number: matches, served with that TTL in seconds.
+   */
+  function run(
+    checks: (boolean | 'gone' | number)[],
+    opts: { switched?: boolean; publishFails?: boolean; timing?: Partial<typeof timing> } = {},
+  ) {
     let clock = 0;
     const calls: string[] = [];
     const waits: number[] = [];
@@ -30,7 +36,9 @@ describe('Workflow body: DkimRotation', () => {
         checkDkimKey: async () => {
           const c = checks.shift() ?? false;
           calls.push(`check ${c}`);
-          return c === 'gone' ? { state: 'gone' as const, matches: false } : { state: 'pending' as const, matches: c };
+          if (c === 'gone') return { state: 'gone' as const, matches: false };
+          if (typeof c === 'number') return { state: 'pending' as const, matches: true, ttlSeconds: c };
+          return { state: 'pending' as const, matches: c, ttlSeconds: c ? 1 : null };
         },
         switchDkimKey: async (_k: string, retiringMs: number) => {
           calls.push(`switch ${retiringMs}`);
@@ -38,9 +46,15 @@ describe('Workflow body: DkimRotation', () => {
         },
         revokeDkimKeys: async (_d: string, ids: string[]) => void calls.push(`revoke ${ids.join(',')}`),
         abandonDkimKey: async () => void calls.push('abandon'),
+        publishDkimRecords: async (domainId: string) => {
+          calls.push(`publish ${domainId}`);
+          if (opts.publishFails) throw new Error('Cloudflare unreachable');
+          return { published: true };
+        },
       },
     };
-    return { result: dkimRotationWorkflow(ctx, { domainId: 'd1', keyId: 'k1', ...timing }), calls, waits };
+    const input = { domainId: 'd1', keyId: 'k1', ...timing, ...opts.timing };
+    return { result: dkimRotationWorkflow(ctx, input), calls, waits };
   }
 
   it('switches only after 3 consecutive matches spanning the minimum spread, then retires and revokes', async () => {
@@ -48,8 +62,33 @@ describe('Workflow body: DkimRotation', () => {
     const r = run([false, true, true, false, true, true, true, true, true, true, true]);
     assert.deepEqual(await r.result, { outcome: 'revoked', checks: 10 });
     // A miss restarts the count: the matches counted run from minute 4 to minute 9.
-    assert.deepEqual(r.calls.slice(-3), [`switch ${timing.retiringMs}`, `sleep ${timing.retiringMs}`, 'revoke old']);
+    assert.deepEqual(r.calls.slice(-5), [
+      `switch ${timing.retiringMs}`,
+      'publish d1',
+      `sleep ${timing.retiringMs}`,
+      'revoke old',
+      'publish d1',
+    ]);
+    assert.equal(r.calls[0], 'publish d1', 'the pending key is published before the first check');
     assert.ok(r.waits.every((w) => w === 60_000));
+  });
+
+  it("waits for the record's TTL when it is longer than the minimum spread, a day at most", async () => {
+    // Served with a TTL of 600 s: matches at 0..10 min, the switch only once they span 10 min.
+    const r = run(Array(20).fill(600));
+    assert.deepEqual(await r.result, { outcome: 'revoked', checks: 11 });
+    // A TTL of 30 days counts as one: checks an hour apart switch after 24 h.
+    const long = run(Array(40).fill(30 * 86_400), { timing: { checkIntervalMs: 3_600_000, windowMs: 3 * 86_400_000 } });
+    assert.deepEqual(await long.result, { outcome: 'revoked', checks: 25 });
+    // A miss restarts the spread, and the TTL counted is that of the matches since.
+    const reset = run([3600, false, ...Array(10).fill(true)]);
+    assert.deepEqual(await reset.result, { outcome: 'revoked', checks: 8 });
+  });
+
+  it('publishing that fails or is not connected never fails the rotation: the checks wait for DNS', async () => {
+    const r = run(Array(10).fill(true), { publishFails: true });
+    assert.deepEqual(await r.result, { outcome: 'revoked', checks: 6 });
+    assert.equal(r.calls.filter((c) => c === 'publish d1').length, 3);
   });
 
   it('ends as canceled when the key is no longer pending, or the cancel won the switch in the database', async () => {
@@ -64,7 +103,7 @@ describe('Workflow body: DkimRotation', () => {
   it('gives up (the pending key revoked) when the record never matches within the window, never switching', async () => {
     const r = run([]);
     assert.deepEqual(await r.result, { outcome: 'expired', checks: 61 });
-    assert.equal(r.calls.at(-1), 'abandon');
+    assert.deepEqual(r.calls.slice(-2), ['abandon', 'publish d1'], 'the abandoned key is published revoked');
     assert.ok(!r.calls.some((c) => c.startsWith('switch')));
   });
 });

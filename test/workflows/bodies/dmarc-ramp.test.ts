@@ -27,22 +27,28 @@ describe('Workflow body: DmarcRamp', () => {
           calls.push(`apply ${r.applied}`);
           return r;
         },
+        publishDmarcRecord: async (_d: string, actor: string | null) => {
+          calls.push(`publish ${actor}`);
+          return { state: 'not_connected' as const };
+        },
       },
     };
-    return { result: dmarcRampWorkflow(ctx, { domainId: 'd1', checkIntervalMs: DAY }), calls };
+    return { result: dmarcRampWorkflow(ctx, { domainId: 'd1', checkIntervalMs: DAY, runId: 'r1', startedBy: 'console:a' }), calls };
   }
 
-  it('checks the gate daily and applies each signaled request, ending on stop', async () => {
+  it('publishes the record at the start and after each step applied, checks the gate daily and applies each signaled request, ending on stop', async () => {
     const r = run(
-      ['timer', 'timer', 'signal', 'signal', 'signal'],
+      ['timer', 'timer', 'signal', 'signal', 'signal', 'signal'],
       [
-        { state: 'running', applied: 'refused' },
-        { state: 'running', applied: 'advanced' },
+        { state: 'running', applied: 'refused', by: 'console:b' },
+        { state: 'running', applied: 'advanced', by: 'console:b' },
+        { state: 'running', applied: 'back', by: 'console:c' },
         { state: 'stopped', applied: 'stopped' },
       ],
     );
-    assert.deepEqual(await r.result, { outcome: 'stopped', checks: 5, requests: 3 });
+    assert.deepEqual(await r.result, { outcome: 'stopped', checks: 6, requests: 4 });
     assert.deepEqual(r.calls, [
+      'publish console:a',
       'check',
       'wait 1d timer',
       'check',
@@ -53,6 +59,11 @@ describe('Workflow body: DmarcRamp', () => {
       'check',
       'wait 1d signal',
       'apply advanced',
+      'publish console:b',
+      'check',
+      'wait 1d signal',
+      'apply back',
+      'publish console:c',
       'check',
       'wait 1d signal',
       'apply stopped',
@@ -64,6 +75,6 @@ describe('Workflow body: DmarcRamp', () => {
     assert.deepEqual(await gone.result, { outcome: 'stopped', checks: 1, requests: 0 });
     const lost = run([], [{ state: 'stopped', applied: 'stopped' }], [{ requested: true }]);
     assert.deepEqual(await lost.result, { outcome: 'stopped', checks: 1, requests: 1 });
-    assert.deepEqual(lost.calls, ['check', 'apply stopped']);
+    assert.deepEqual(lost.calls, ['publish console:a', 'check', 'apply stopped']);
   });
 });
