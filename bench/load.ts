@@ -59,6 +59,8 @@ async function main() {
       });
       req.end(body);
     });
+  process.stdout.write('started\n'); // bench/load-process.ts: CPU is measured from here
+  const cpu0 = process.cpuUsage();
   const started = Date.now();
   let turn = 0;
   await Promise.all(
@@ -69,6 +71,7 @@ async function main() {
   const elapsed = (Date.now() - started) / 1000;
   latencies.sort((x, y) => x - y);
   const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? 0;
+  const used = process.cpuUsage(cpu0);
   process.stdout.write(
     JSON.stringify({
       requests: latencies.length,
@@ -78,6 +81,7 @@ async function main() {
       rps: latencies.length / elapsed,
       p50: pct(50),
       p99: pct(99),
+      clientCpuSeconds: (used.user + used.system) / 1e6,
     }) + '\n',
   );
   agent.destroy();

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../core/clock';
 import type { Config } from '../server/config';
 import type { Service } from '../server/service';
+import type { BaselineProcess } from './baseline';
 import { loadProcess } from './load-process';
 import type { AudiencePhaseResult } from './audience';
 import type { AutomationsPhaseResult } from './automations';
@@ -46,16 +47,35 @@ export interface LoadResult {
   rps: number;
   p50: number;
   p99: number;
+  /** CPU seconds the load generator itself used while its clients ran (bench/load.ts, bench/smtp-load.ts). */
+  clientCpuSeconds?: number;
 }
 
-/** `body` posted to `url` at `concurrency` for `seconds`, keys (`tokens`) used in turn, from a process of its own (bench/load.ts). */
-export function load(url: string, tokens: string[], body: unknown, concurrency: number, seconds = SECONDS): Promise<LoadResult> {
-  return loadProcess<LoadResult>('load.ts', { url, tokens, body: JSON.stringify(body), concurrency, seconds });
+/**
+ * `body` posted to `url` at `concurrency` for `seconds`, keys (`tokens`) used in turn, from a process
+ * of its own (bench/load.ts); `onStart` is called when its clients start.
+ */
+export function load(
+  url: string,
+  tokens: string[],
+  body: unknown,
+  concurrency: number,
+  seconds = SECONDS,
+  onStart?: () => void,
+): Promise<LoadResult> {
+  return loadProcess<LoadResult>('load.ts', { url, tokens, body: JSON.stringify(body), concurrency, seconds }, onStart);
 }
 
 /** The SMTP relay's load: `connections` SMTP connections, one key each (bench/smtp-load.ts). */
-export function smtpLoad(port: number, tokens: string[], message: unknown, connections: number, seconds = SECONDS): Promise<LoadResult> {
-  return loadProcess<LoadResult>('smtp-load.ts', { port, tokens, message, connections, seconds });
+export function smtpLoad(
+  port: number,
+  tokens: string[],
+  message: unknown,
+  connections: number,
+  seconds = SECONDS,
+  onStart?: () => void,
+): Promise<LoadResult> {
+  return loadProcess<LoadResult>('smtp-load.ts', { port, tokens, message, connections, seconds }, onStart);
 }
 
 /** How a phase's service differs from the default one (bench/service.ts). */
@@ -81,6 +101,10 @@ export interface BenchContext {
   startService: StartService;
   /** The baseline measured again, on a fresh database named `database`. */
   measureBaseline: (database: string) => Promise<LoadResult>;
+  /** The baseline app in a process of its own on a fresh database named `database`, for rounds in turn with a phase (bench/rounds.ts). */
+  spawnBaseline: (database: string) => Promise<BaselineProcess>;
+  /** CPU seconds so far of PostgreSQL's processes (null when they cannot be read). */
+  postgresCpu: () => number | null;
 }
 
 /** What each phase's run returns, by the phase's name. */

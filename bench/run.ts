@@ -1,8 +1,9 @@
 /**
- * npm run bench: accepted messages per second and latency for POST /emails and POST /emails/batch,
- * each beside a baseline measured in the same run (bare Koa + one PostgreSQL insert), then the
- * other phases of bench/registry.ts. Writes BENCHMARKS.md. Loopback only; every phase is bounded
- * in time.
+ * npm run bench: accepted messages per second, CPU per accepted message and latency for POST /emails,
+ * POST /emails/batch and the SMTP relay, each measured in alternating rounds with its yardstick in
+ * the same run (bench/rounds.ts: a bare Koa route with one PostgreSQL insert, a batch baseline with
+ * one insert of 100 rows, or POST /emails for the relay), then the other phases of
+ * bench/registry.ts. Writes BENCHMARKS.md. Loopback only; every phase is bounded in time.
  *
  * In order: the database, the baseline, the counting SMTP relay the services send to, then each
  * phase (its services started and stopped inside it), then BENCHMARKS.md: the header and each
@@ -10,13 +11,16 @@
  *
  * Switches (environment), defaults in brackets:
  * - BENCH_ONLY: for iterating on one path, measures the baseline and the phases named only (comma
- *   separated; in registry order), logs their results and prints their sections; BENCHMARKS.md is
- *   not written. Phases: sends, audience, webhooks, relay, caps, drain, direct, temporal, soak, broadcast,
- *   automations, console; parts of sends: live-single, test-single, live-batch, test-batch, template (live
- *   single sends plain and with templates).
+ *   separated; in registry order), logs their results and, once all ran, prints their sections
+ *   (`sends,relay` prints the first table with the relay's rows); BENCHMARKS.md is not written.
+ *   Phases: sends, audience, webhooks, relay, caps, drain, direct, temporal, soak, broadcast,
+ *   automations, console; parts of sends: live-single, test-single, live-batch, test-batch, template
+ *   (live single sends plain and with templates).
  * - DATABASE_URL: a PostgreSQL to use (its admin URL; the bench creates and drops its databases)
  *   instead of an embedded one.
  * - BENCH_SECONDS [15]: each load phase's length, after a discarded warm-up of the same length.
+ * - BENCH_ROUNDS [6]: rounds of each accept row measured in turn with its yardstick (bench/rounds.ts),
+ *   each load a third of BENCH_SECONDS.
  * - BENCH_CONCURRENCY [32]: requests at once of single-request loads (baseline, /emails, /contacts, /events).
  * - BENCH_BATCH_CONCURRENCY [4]: POST /emails/batch requests at once (sends).
  * - BENCH_WEBHOOK_DELIVERIES [10000], BENCH_WEBHOOK_RATE [100]: the webhooks' burst, and the steady
@@ -41,23 +45,31 @@ import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { ensureEmbeddedPostgres } from '../db/embedded-postgres';
-import { measureBaseline } from './baseline';
+import { measureBaseline, spawnBaseline } from './baseline';
 import { SECONDS, SINGLE_CONCURRENCY, type BenchContext, type Measured, type Phase, type PhaseName } from './phase';
-import { allMeasured, renderBenchmarks, selectPhases, thisMachine } from './registry';
-import { benchServices, newDb } from './service';
+import { allMeasured, PHASES, renderBenchmarks, selectPhases, thisMachine } from './registry';
+import { postgresCpu } from './rounds';
+import { benchServices, newDb, postmasterOf } from './service';
 import { countingSink } from './sink';
 
 const ONLY = process.env.BENCH_ONLY;
 
-/** Runs one phase and keeps its results in `measured`; with BENCH_ONLY, logs them and prints its section. */
+/** Runs one phase and keeps its results in `measured`; with BENCH_ONLY, logs them. */
 async function runPhase<N extends PhaseName>(phase: Phase<N>, part: string | undefined, ctx: BenchContext, measured: Measured) {
   const r = await phase.run(ctx, part);
   if (r === null) return; // a part of a phase: logged by the phase
   Object.assign(measured, { [phase.name]: r });
-  if (!ONLY) return;
-  ctx.log.info({ base: ctx.base.rps, [phase.name]: r }, `BENCH_ONLY: ${phase.name} measured`);
-  const section = phase.section(r, measured);
-  if (section) process.stdout.write(section + '\n');
+  if (ONLY) ctx.log.info({ base: ctx.base.rps, [phase.name]: r }, `BENCH_ONLY: ${phase.name} measured`);
+}
+
+/** With BENCH_ONLY, the sections of the phases measured, once every phase ran (the first table shows the relay's rows). */
+function printSections(measured: Measured) {
+  for (const phase of PHASES) {
+    const r = measured[phase.name];
+    if (r === undefined) continue;
+    const section = (phase as Phase<PhaseName>).section(r as never, measured);
+    if (section) process.stdout.write(section + '\n');
+  }
 }
 
 async function main() {
@@ -72,7 +84,15 @@ async function main() {
   const base = await baselineOn('bench_baseline');
   // The outbound relay: a real SMTP server on loopback that accepts (and only counts) every message.
   const relay = await countingSink();
-  const ctx: BenchContext = { log, dataDir, base, startService: benchServices(adminUrl, dataDir, relay.port), measureBaseline: baselineOn };
+  const ctx: BenchContext = {
+    log,
+    dataDir,
+    base,
+    startService: benchServices(adminUrl, dataDir, relay.port),
+    measureBaseline: baselineOn,
+    spawnBaseline: async (database) => spawnBaseline(await newDb(adminUrl, database)),
+    postgresCpu: postgresCpu(await postmasterOf(adminUrl)),
+  };
 
   const measured: Measured = { base };
   for (const { phase, part } of selected) await runPhase<PhaseName>(phase, part, ctx, measured);
@@ -80,7 +100,7 @@ async function main() {
   if (pg) await pg.stop();
   fs.rmSync(dataDir, { recursive: true, force: true });
 
-  if (ONLY) return; // BENCHMARKS.md is written by full runs only
+  if (ONLY) return printSections(measured); // BENCHMARKS.md is written by full runs only
   const all = allMeasured(measured);
   if (!all) throw new Error('a phase returned no results: BENCHMARKS.md is not written');
   const md = renderBenchmarks(all, thisMachine(process.env.DATABASE_URL ? 'DATABASE_URL' : 'embedded-postgres 17'));

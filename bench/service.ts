@@ -4,6 +4,7 @@ import { Client } from 'pg';
 import { readConfig } from '../server/config';
 import { startService } from '../server/service';
 import { POOL, type StartService } from './phase';
+import { readStat } from './proc-cpu';
 
 /** Creates (or recreates, empty) the database `name` on the server of `adminUrl`; returns its URL. */
 export async function newDb(adminUrl: string, name: string): Promise<string> {
@@ -59,4 +60,22 @@ export function benchServices(adminUrl: string, dataDir: string, relayPort: numb
       },
     });
   };
+}
+
+/**
+ * The postmaster of the PostgreSQL at `adminUrl`, when it runs on this machine (its processes are
+ * in /proc): the parent of a backend. Null otherwise (a DATABASE_URL elsewhere, or not Linux).
+ */
+export async function postmasterOf(adminUrl: string): Promise<number | null> {
+  const c = new Client({ connectionString: adminUrl });
+  await c.connect();
+  try {
+    const { rows } = await c.query<{ pid: number }>('select pg_backend_pid() as pid');
+    // A server elsewhere: the pid may name an unrelated process here.
+    const backend = readStat(rows[0].pid);
+    const postmaster = backend?.comm === 'postgres' ? readStat(backend.ppid) : null;
+    return postmaster?.comm === 'postgres' ? postmaster.pid : null;
+  } finally {
+    await c.end();
+  }
 }

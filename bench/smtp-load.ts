@@ -18,6 +18,8 @@ async function main() {
   const latencies: number[] = [];
   let errors = 0;
   let firstError = '';
+  process.stdout.write('started\n'); // bench/load-process.ts: CPU is measured from here
+  const cpu0 = process.cpuUsage();
   const start = Date.now();
   const deadline = start + a.seconds * 1000;
   await Promise.all(
@@ -48,6 +50,7 @@ async function main() {
   const seconds = (Date.now() - start) / 1000;
   latencies.sort((x, y) => x - y);
   const at = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? 0;
+  const used = process.cpuUsage(cpu0);
   process.stdout.write(
     JSON.stringify({
       requests: latencies.length,
@@ -57,6 +60,7 @@ async function main() {
       rps: latencies.length / seconds,
       p50: at(0.5),
       p99: at(0.99),
+      clientCpuSeconds: (used.user + used.system) / 1e6,
     }),
   );
 }

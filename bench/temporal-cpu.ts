@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { procTable, treeSeconds } from './proc-cpu';
 
 /** Seconds of CPU (user + system) each part of the machine used during one measured drain. */
 export interface CpuUse {
@@ -65,46 +66,4 @@ export class CpuMeter {
       return null;
     }
   }
-}
-
-/** Linux's clock ticks a second (sysconf(_SC_CLK_TCK)), 100 on every platform Node runs Linux on. */
-const TICKS = 100;
-
-interface ProcRow {
-  ppid: number;
-  /** utime + stime + cutime + cstime (exited children it waited for included), seconds. */
-  seconds: number;
-}
-
-function procTable(): Map<number, ProcRow> | null {
-  if (process.platform !== 'linux') return null;
-  const table = new Map<number, ProcRow>();
-  for (const name of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    let stat: string;
-    try {
-      stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8');
-    } catch {
-      continue; // gone meanwhile
-    }
-    // After "pid (comm) ": state ppid ... utime(14) stime(15) cutime(16) cstime(17), numbered from pid = 1.
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
-    table.set(Number(name), { ppid: Number(f[1]), seconds: ticks / TICKS });
-  }
-  return table;
-}
-
-/** A process's CPU with its descendants'. */
-function treeSeconds(table: Map<number, ProcRow>, root: number): number {
-  let total = 0;
-  const children = new Map<number, number[]>();
-  for (const [pid, row] of table) children.set(row.ppid, [...(children.get(row.ppid) ?? []), pid]);
-  const stack = [root];
-  while (stack.length) {
-    const pid = stack.pop()!;
-    total += table.get(pid)?.seconds ?? 0;
-    stack.push(...(children.get(pid) ?? []));
-  }
-  return total;
 }

@@ -3,6 +3,7 @@ import { ServiceError, validationError } from '../errors';
 import { isPlainObject, validate } from '../validate';
 import { parseTimestamp } from '../time';
 import { parseMailbox } from './address';
+import { plainSendBody } from './plain-send';
 import { parseTemplateRequest, type TemplateRequest } from '../templates/request';
 import {
   sendEmailSchema,
@@ -97,7 +98,9 @@ export function prepareEmail(input: unknown, opts: PrepareOptions): PreparedEmai
       );
     }
   }
-  const body: SendEmailBody = template ? (validate(templatedSendSchema, input) as SendEmailBody) : validate(sendEmailSchema, input);
+  const body: SendEmailBody =
+    plainSendBody(input, template !== null) ??
+    (template ? (validate(templatedSendSchema, input) as SendEmailBody) : validate(sendEmailSchema, input));
   if (template === null && body.html === undefined && body.text === undefined) {
     throw validationError('html or text (or both) is required', [{ field: 'html', message: 'html or text is required' }]);
   }
