@@ -13,15 +13,14 @@ import type { OutgoingMessage } from './mailer';
  */
 
 /**
- * nodemailer's pipeline (data images, headers, MIME) up to the bytes it would send, unsigned. A
- * transport of its own, as the SMTP transport streams it: nodemailer's stream transport would keep
- * the Bcc header (keepBcc), which must never reach a recipient.
+ * A transport answering the bytes nodemailer's pipeline (data images, headers, MIME, DKIM when the
+ * options ask) would send, as the SMTP transport streams them: nodemailer's stream transport would
+ * keep the Bcc header (keepBcc), which must never reach a recipient. Also the direct mailer's.
  */
-let capture: Transporter<Buffer> | null = null;
-function composeUnsigned(unsigned: Mail.Options): Promise<Buffer> {
-  capture ??= nodemailer.createTransport<Buffer>(
+export function byteCapture(name: string): Transporter<Buffer> {
+  return nodemailer.createTransport<Buffer>(
     {
-      name: 'dkim-compose',
+      name,
       version: '1',
       send(mail, done) {
         const chunks: Buffer[] = [];
@@ -33,6 +32,11 @@ function composeUnsigned(unsigned: Mail.Options): Promise<Buffer> {
     },
     { disableFileAccess: true, disableUrlAccess: true },
   );
+}
+
+let capture: Transporter<Buffer> | null = null;
+function composeUnsigned(unsigned: Mail.Options): Promise<Buffer> {
+  capture ??= byteCapture('dkim-compose');
   return capture.sendMail(unsigned);
 }
 

@@ -7,7 +7,7 @@ import { GroupCommit } from '../core/group-commit';
  * held meanwhile (activities/send-live.ts), so the window costs throughput only past what the slots
  * beyond the pool's connections absorb.
  */
-export const OUTCOME_WINDOW_MS = 2;
+export const OUTCOME_WINDOW_MS = 1;
 /** Rows (recipients, events, messages) one statement writes at most; a larger request is written alone. */
 const MAX_ROWS = 2000;
 
@@ -42,7 +42,7 @@ export class OutcomeCommit {
         return all.map(() => undefined);
       },
       {
-        maxInFlight: 2,
+        maxInFlight: 4,
         windowMs: opts.windowMs ?? OUTCOME_WINDOW_MS,
         full: (group) => group.length >= opts.fullAt,
         accepts: (group, next) => group.reduce((n, o) => n + rows(o), rows(next)) <= MAX_ROWS,

@@ -1,5 +1,5 @@
 import type { WorkflowContext } from './context';
-import { defineWorkflow, DATABASE_ACTIVITY, type ActivityDef } from './definition';
+import { defineWorkflow, DATABASE_ACTIVITY, LONG_ATTEMPT_SECONDS, type ActivityDef } from './definition';
 
 export const DMARC_RAMP_WORKFLOW = 'DmarcRamp';
 /**
@@ -70,7 +70,8 @@ export interface DmarcRampResult {
 export const dmarcRampActivityDefs: Record<keyof DmarcRampActivities, ActivityDef> = {
   checkDmarcGate: DATABASE_ACTIVITY,
   applyDmarcRequest: DATABASE_ACTIVITY,
-  publishDmarcRecord: DATABASE_ACTIVITY,
+  // Cloudflare calls inside: minutes for an attempt; its own failures are answered, not thrown.
+  publishDmarcRecord: { runsOn: 'default', retry: 'database', timeoutSeconds: LONG_ATTEMPT_SECONDS },
 };
 
 export const DMARC_CHECK_INTERVAL_MS = 86_400_000;

@@ -1,11 +1,10 @@
 import net from 'node:net';
-import nodemailer from 'nodemailer';
 import type { Logger } from 'pino';
 import type { Clock } from '../../core/clock';
 import { mxMatchesPolicy, type StsPolicy } from '../../core/delivery/mta-sts';
 import { siteFor, suspends, type Shaping, type SiteLimits } from '../../core/delivery/shaping';
 import { mailOptions, signedTwice, type Mailer, type OutgoingMessage, type RecipientRejection, type SendOutcome } from '../mailer';
-import type { DualDkim } from '../dkim-sign';
+import { byteCapture, type DualDkim } from '../dkim-sign';
 import type { StsPolicies } from './mta-sts-source';
 import { routeCache, spread, type DirectDns, type MxHost } from './mx-route';
 import { SitePool, type Attempt, type Suspension } from './site-pools';
@@ -48,20 +47,7 @@ const permanent = (code: number | null) => code !== null && code >= 500;
 
 /** The message exactly as the relay would send it (MIME, DKIM), captured as bytes to hand to any MX. */
 function composer() {
-  const transport = nodemailer.createTransport<Buffer>(
-    {
-      name: 'direct-compose',
-      version: '1',
-      send(mail, done) {
-        const chunks: Buffer[] = [];
-        const stream = mail.message.createReadStream();
-        stream.on('data', (c: Buffer) => chunks.push(c));
-        stream.on('error', (e: Error) => done(e));
-        stream.on('end', () => done(null, Buffer.concat(chunks)));
-      },
-    },
-    { disableFileAccess: true, disableUrlAccess: true },
-  );
+  const transport = byteCapture('direct-compose');
   // A domain with an Ed25519 key as well: composed and signed with both keys first (activities/dkim-sign.ts).
   return async (msg: OutgoingMessage): Promise<Buffer> =>
     transport.sendMail(msg.dkim?.ed25519 ? await signedTwice(msg as OutgoingMessage & { dkim: DualDkim }) : mailOptions(msg));
