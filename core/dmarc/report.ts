@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import type { NewReportRow } from '../../db/sql/dmarc-reports';
 import { gunzipSync, inflateRawSync } from 'node:zlib';
 import { simpleParser } from 'mailparser';
 import { XMLParser } from 'fast-xml-parser';
@@ -19,22 +20,9 @@ export const MAX_RECORDS = 50_000;
 
 export class ReportRefused extends Error {}
 
-export interface DkimAuth {
-  domain: string;
-  selector: string;
-  result: string;
-}
-
-export interface ReportRecord {
-  sourceIp: string;
-  count: number;
-  disposition: string;
-  /** policy_evaluated: the receiver's verdict on alignment, which is what DMARC decides on. */
-  dkimAligned: boolean;
-  spfAligned: boolean;
-  headerFrom: string;
-  dkimAuth: DkimAuth[];
-}
+/** A report record as parsed: its stored row (db/sql/dmarc-reports.ts) less `ours`, which ingest decides. */
+export type ReportRecord = Omit<NewReportRow, 'ours'>;
+export type DkimAuth = NewReportRow['dkimAuth'][number];
 
 export interface AggregateReport {
   reporter: string;

@@ -101,7 +101,7 @@ async function syncRecords(orm: Orm, domainId: string, h: HostingRow, publicBase
     const next = withHostingRecords(d.records, hostingRecords(h, publicBase));
     if (next === null) return d.records;
     if (await replaceRecords(em, domainId, d.records, next)) return next;
-    // A check wrote in between: the next page view writes them if this keeps losing.
+    // A check wrote in between: the next check (or ensureHosting call) writes them if this keeps losing.
     if (attempt >= 2) return d.records;
   }
 }
@@ -152,6 +152,7 @@ export async function ensureHosting(
   if (!d?.returnPathHost || !mx || d.status !== 'verified') return null;
   const host = d.returnPathHost.toLowerCase();
   let h = await readHosting(em, host);
+  const changed = !h || h.mx !== mx;
   if (!h) {
     const fresh: HostingRow = { host, mode: 'testing', mx, policyId: newPolicyId(now), reportToken: newReportToken(), changedAt: now };
     await orm.em.fork().transactional(async (tx) => {
@@ -167,7 +168,8 @@ export async function ensureHosting(
       tx.persist(operatorAudit(d.organizationId, 'domain.mta_sts_policy_changed', { type: 'domain', id: d.id }, details, actor));
     });
   }
-  h = await readHosting(em, host);
+  // Read again only after a write (this one's, or a concurrent one's that won the insert or reissue).
+  if (changed) h = await readHosting(em, host);
   if (h) await syncRecords(orm, d.id, h, publicBase);
   return h;
 }

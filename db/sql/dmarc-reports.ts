@@ -44,6 +44,7 @@ export interface NewReportRow {
   sourceIp: string;
   count: number;
   disposition: string;
+  /** policy_evaluated: the receiver's verdict on alignment, which is what DMARC decides on. */
   dkimAligned: boolean;
   spfAligned: boolean;
   headerFrom: string;
