@@ -1,6 +1,8 @@
 import { createPrivateKey, type KeyObject } from 'node:crypto';
 import nodemailer from 'nodemailer';
 import type Mail from 'nodemailer/lib/mailer';
+import { foldableHeaderValue } from '../core/emails/header-lines';
+import { wireBodies } from '../core/emails/wire-bodies';
 import { signTwice, type DualDkim } from './dkim-sign';
 
 /** One mailbox as a header names it. */
@@ -23,6 +25,7 @@ export interface OutgoingMessage {
   attachments: { filename: string; contentType: string; content: Buffer }[];
   /** SMTP envelope: who is actually handed the message in this attempt. */
   envelope: { from: string; to: string[] };
+  /** The Date header (RFC 5322's date-time, which nodemailer writes from a Date and only from one). */
   date: Date;
   /**
    * Signs the message with the sender domain's key (nodemailer's DKIM signer, relaxed/relaxed, rsa-sha256);
@@ -86,13 +89,14 @@ function rejections(list: SmtpErrorShape['rejectedErrors'] = []): RecipientRejec
 }
 
 /**
- * nodemailer's signed header list plus List-Unsubscribe-Post: RFC 8058 one-click needs both
- * List-Unsubscribe headers under the DKIM signature, and the default list lacks the second.
+ * nodemailer's signed header list plus List-Unsubscribe-Post and Feedback-ID: RFC 8058 one-click
+ * needs both List-Unsubscribe headers under the DKIM signature, Gmail's feedback loop trusts a
+ * Feedback-ID only when signed, and the default list lacks both.
  */
 const DKIM_HEADERS =
   'From:Sender:Reply-To:Subject:Date:Message-ID:To:Cc:MIME-Version:Content-Type:Content-Transfer-Encoding:Content-ID:' +
   'Content-Description:Resent-Date:Resent-From:Resent-Sender:Resent-To:Resent-Cc:Resent-Message-ID:In-Reply-To:References:' +
-  'List-Id:List-Help:List-Unsubscribe:List-Unsubscribe-Post:List-Subscribe:List-Post:List-Owner:List-Archive';
+  'List-Id:List-Help:List-Unsubscribe:List-Unsubscribe-Post:List-Subscribe:List-Post:List-Owner:List-Archive:Feedback-ID';
 
 const headerAddress = (a: HeaderAddress): Mail.Address => ({ name: a.name ?? '', address: a.address });
 
@@ -115,9 +119,12 @@ function signingKey(pem: string): KeyObject {
 
 /**
  * The message as nodemailer composes it: both transports (the relay here, direct delivery in
- * activities/delivery/) build the same MIME and DKIM signature from it.
+ * activities/delivery/) build the same MIME and DKIM signature from it. Composed where the
+ * transport runs (the relay's mailer thread), so deriving an html-only message's text part costs
+ * the main thread nothing.
  */
 export function mailOptions(msg: OutgoingMessage): Mail.Options {
+  const { html, text } = wireBodies(msg.html, msg.text);
   return {
     messageId: msg.messageId,
     // Address objects, not strings: nodemailer quotes or encodes the name, and never re-parses
@@ -127,10 +134,10 @@ export function mailOptions(msg: OutgoingMessage): Mail.Options {
     cc: msg.cc.map(headerAddress),
     bcc: msg.bcc.map(headerAddress),
     replyTo: msg.replyTo ? headerAddress(msg.replyTo) : undefined,
-    subject: msg.subject,
-    html: msg.html ?? undefined,
-    text: msg.text ?? undefined,
-    headers: msg.headers,
+    subject: foldableHeaderValue('Subject', msg.subject),
+    html: html ?? undefined,
+    text: text ?? undefined,
+    headers: Object.fromEntries(Object.entries(msg.headers).map(([name, value]) => [name, foldableHeaderValue(name, value)])),
     attachments: msg.attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, content: a.content })),
     envelope: msg.envelope,
     date: msg.date,

@@ -1,6 +1,7 @@
 import type { PassAttachment, PassEmail } from '../db/sql/delivery-pass';
 import type { ReturnPaths } from '../core/bounces/verp';
 import { parseMailbox, type Mailbox } from '../core/emails/address';
+import { feedbackId } from '../core/emails/feedback-id';
 import { isBulkKind } from '../core/emails/prepare';
 import { recipientParts, type RecipientParts } from '../core/emails/recipient-parts';
 import type { RecipientLinks } from '../core/recipient-links';
@@ -83,13 +84,17 @@ export function createLiveSender(deps: LiveSenderDeps): SendLive {
       subject: email.subject,
       html: parts.html,
       text: parts.text,
-      headers: { ...email.headers, ...parts.headers },
+      headers: {
+        ...email.headers,
+        ...parts.headers,
+        ...(isBulkKind(email.kind) ? { 'Feedback-ID': feedbackId(email.kind!, email.stream, email.organization_id) } : {}),
+      },
       attachments: attachments.map((a) => ({
         filename: a.filename,
         contentType: a.content_type,
         content: a.content,
       })),
-      date: email.created_at,
+      date: messageDate(email),
       ...(identity.dkim ? { dkim: identity.dkim } : {}),
     };
     // VERP: with a return-path host, one SMTP transaction per recipient, each with its own signed
@@ -153,6 +158,17 @@ function personalParts(
     pixelUrl: tracked && email.track_opens ? links.pixelUrl(trackingHost, email.id) : null,
     clickUrl: tracked && email.track_clicks ? (url) => links.clickUrl(trackingHost, email.id, url) : null,
   });
+}
+
+/**
+ * When the message was ready to leave: its acceptance, or its scheduled time when later (mail
+ * scheduled for next week is dated next week, not days before its Received headers). Stable over
+ * retries, like the rest of the message.
+ */
+function messageDate(email: PassEmail): Date {
+  const accepted = new Date(email.created_at);
+  const due = email.scheduled_at === null ? accepted : new Date(email.scheduled_at);
+  return due > accepted ? due : accepted;
 }
 
 /** A stored address as the one mailbox it was accepted as; anything else cannot be sent. */

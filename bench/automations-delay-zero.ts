@@ -49,7 +49,7 @@ export async function benchDelayZero(
   ]);
   const sql = service.db.orm.em.fork().getConnection();
   const sent = async () =>
-    sql.execute<{ ms: number; to_delay: number }[]>(
+    sql.execute<{ ms: string; to_delay: string }[]>(
       `select extract(epoch from ((s ->> 'finished_at')::timestamptz - r.created_at)) * 1000 as ms,
               extract(epoch from ((d ->> 'started_at')::timestamptz - r.created_at)) * 1000 as to_delay
          from automation_runs r

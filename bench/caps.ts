@@ -168,7 +168,7 @@ export async function benchPickup(service: Service, log: Logger, backlog: number
     const rows = await orm.em
       .fork()
       .getConnection()
-      .execute<{ ms: number }[]>(
+      .execute<{ ms: string }[]>(
         `select extract(epoch from (ev.at - e.created_at)) * 1000 as ms
            from emails e join email_events ev on ev.email_id = e.id and ev.type = 'sent'
           where e.id = any(?::uuid[])`,

@@ -2,6 +2,7 @@ import type { Orm } from '../db/orm';
 import type { ApiKey, Organization } from '../db/entities';
 import { authenticateToken } from '../db/sql/authenticate';
 import { DEFAULT_RATE_LIMIT } from '../db/sql/rate-window';
+import type { PgTimestamp } from '../db/sql/pg-types';
 import { ServiceError } from './errors';
 
 /** What a request knows of its key and organization: read-only rows, not managed entities. */
@@ -24,7 +25,7 @@ export const CONSOLE_AUTH = Symbol('console operator');
 /** What a request was charged, so a reservation can give back what it did not use. */
 export interface Charge {
   keyId: string;
-  windowStart: Date;
+  windowStart: PgTimestamp;
   cost: number;
 }
 

@@ -7,6 +7,8 @@
 #                                     from Maven Central (tools/test-server/pom.xml).
 #   .tools/venv/bin/st                schemathesis, the property-based tester tools/schemathesis.sh runs
 #                                     against the OpenAPI document, from PyPI into a Python virtualenv.
+#   spamassassin                      Debian's package (apt-get), the filter the deliverability suite
+#                                     scores the service's mail with (test/deliverability/).
 # Idempotent: a tool already there at the pinned version is skipped. A machine without Go, or
 # without Java and Maven, or without Python 3.11+, skips that tool with the reason; `npm test`
 # (or tools/schemathesis.sh) then skips what needs it and says why. Go's module and build caches
@@ -113,6 +115,31 @@ install_schemathesis() {
   say "schemathesis $SCHEMATHESIS_VERSION: installed in $((SECONDS - start)) s ($venv/bin/st)"
 }
 
+install_spamassassin() {
+  if command -v spamassassin >/dev/null 2>&1; then
+    say "spamassassin: already installed ($(spamassassin --version | head -n 1))"
+    return
+  fi
+  if ! command -v apt-get >/dev/null 2>&1; then
+    say "spamassassin: skipped, this is not a Debian-like system (the deliverability suite will be skipped; install SpamAssassin and run npm test)"
+    return
+  fi
+  local sudo=()
+  if [ "$(id -u)" != 0 ]; then
+    if ! command -v sudo >/dev/null 2>&1; then
+      say "spamassassin: skipped, installing Debian's package needs root (the deliverability suite will be skipped; run apt-get install spamassassin as root)"
+      return
+    fi
+    sudo=(sudo)
+  fi
+  say "spamassassin: installing Debian's package with apt-get"
+  local start=$SECONDS
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends spamassassin >/dev/null
+  say "spamassassin: installed in $((SECONDS - start)) s ($(spamassassin --version | head -n 1))"
+}
+
 install_cli
 install_test_server
 install_schemathesis
+install_spamassassin

@@ -9,6 +9,7 @@ import { ServiceError, notFound } from '../../core/errors';
 import { SLUG_RE } from '../../core/contacts/rules';
 import { parseVariables } from '../../core/templates/variables';
 import { checkPublishable, compileTemplate, renderTemplate, type CompiledTemplate } from '../../core/templates/render';
+import { wireBodies } from '../../core/emails/wire-bodies';
 import type { TemplateResolver } from '../../core/templates/resolver';
 import { requirePermission } from '../middleware/auth';
 import { apiRouter, auth, type ApiContext, type ApiState } from '../state';
@@ -211,7 +212,13 @@ export function templateRoutes(deps: { orm: Orm; maxBodyBytes: number; templates
       version = resolved.version;
     }
     const rendered = renderTemplate(compiled, body.data ?? {}, 'refuse');
-    ctx.body = { object: 'rendered_template', template: { id: template.id, version }, ...rendered };
+    // The parts as the recipient gets them: an html fragment in its document (core/emails/wire-bodies.ts).
+    ctx.body = {
+      object: 'rendered_template',
+      template: { id: template.id, version },
+      ...rendered,
+      ...wireBodies(rendered.html, rendered.text),
+    };
   });
 
   return router;

@@ -1,7 +1,7 @@
-import { compile } from 'html-to-text';
 import type Handlebars from 'handlebars';
 import { validationError, type ErrorDetail } from '../errors';
 import { MAX_BODY_PART_BYTES } from '../emails/schema';
+import { htmlToText } from '../html';
 import { analyzePart, compilePart, type PartName } from './language';
 import { bindData, templateVariablesError, type UndeclaredData, type VariableDeclaration } from './variables';
 
@@ -102,12 +102,3 @@ export function renderTemplate(t: CompiledTemplate, data: unknown, undeclared: U
   if (details.length) throw templateVariablesError(details);
   return { subject, html, text };
 }
-
-/** Compiled once: html-to-text's `convert` compiles its options on every call, 20 times the cost of converting (measured). */
-export const htmlToText: (html: string) => string = compile({
-  wordwrap: 78,
-  selectors: [
-    { selector: 'a', options: { hideLinkHrefIfSameAsText: true } },
-    { selector: 'img', format: 'skip' },
-  ],
-});

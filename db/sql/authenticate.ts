@@ -3,6 +3,7 @@ import type { KeyMode, Permission, Plan } from '../entities';
 import { runPrepared, type PreparedStatement } from '../prepared';
 import { keyForToken } from './key-for-token';
 import { chargeRequest } from './rate-window';
+import type { PgTimestamp } from './pg-types';
 
 export interface AuthenticatedRow {
   id: string;
@@ -15,7 +16,7 @@ export interface AuthenticatedRow {
   org_name: string;
   plan: Plan;
   /** The window this request was charged to. */
-  window_start: Date;
+  window_start: PgTimestamp;
   /** The window had room for the request (see rate-window.ts). */
   admitted: boolean;
 }

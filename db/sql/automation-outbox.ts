@@ -1,5 +1,6 @@
 import type { Orm } from '../orm';
 import { RUN_COLUMNS, runValues } from './automation-run-insert';
+import type { PgTimestamp } from './pg-types';
 
 /**
  * The automations' outboxes, read by worker/automation-dispatcher.ts:
@@ -79,7 +80,10 @@ export async function markRunsStarted(orm: Orm, started: { id: string; segment: 
 }
 
 /** Runs to wake, with the mark each was read at (cleared only if no newer wake came meanwhile). */
-export async function wokenRuns(orm: Orm, limit: number): Promise<{ id: string; wake_at: Date; started: boolean; segment: number }[]> {
+export async function wokenRuns(
+  orm: Orm,
+  limit: number,
+): Promise<{ id: string; wake_at: PgTimestamp; started: boolean; segment: number }[]> {
   return orm.em
     .fork()
     .execute(
@@ -88,6 +92,6 @@ export async function wokenRuns(orm: Orm, limit: number): Promise<{ id: string; 
     );
 }
 
-export async function clearWake(orm: Orm, id: string, seen: Date): Promise<void> {
+export async function clearWake(orm: Orm, id: string, seen: PgTimestamp): Promise<void> {
   await orm.em.fork().execute('update automation_runs set wake_at = null where id = ? and wake_at = ?', [id, seen]);
 }

@@ -1,4 +1,5 @@
 import type { Orm } from '../orm';
+import type { PgTimestamp } from './pg-types';
 
 /**
  * The broadcast outbox: broadcasts whose fan-out run was not started yet (the API's insert
@@ -9,7 +10,7 @@ import type { Orm } from '../orm';
 export async function unstartedBroadcasts(
   orm: Orm,
   limit: number,
-): Promise<{ id: string; organization_id: string; scheduled_at: Date | null }[]> {
+): Promise<{ id: string; organization_id: string; scheduled_at: PgTimestamp | null }[]> {
   return orm.em
     .fork()
     .execute('select id, organization_id, scheduled_at from broadcasts where enqueued_at is null order by created_at limit ?', [limit]);

@@ -1,5 +1,6 @@
 import type { Orm } from '../orm';
 import type { Plan } from '../entities';
+import type { PgTimestamp } from './pg-types';
 
 /**
  * The console's overview and organizations pages (issue 38): what no API route answers, since the
@@ -19,7 +20,7 @@ export interface OrganizationRow {
   plan: Plan;
   daily_send_cap: number | null;
   postal_address: string | null;
-  created_at: string;
+  created_at: PgTimestamp;
   /** Recipients reserved today under the organization's cap. */
   used_today: number;
 }

@@ -1,5 +1,6 @@
 import type { ContactStatus, PropertyValue, SubscriptionState } from '../entities';
 import { effectiveState, topicsWithRows } from './topic-state';
+import type { PgTimestamp } from './pg-types';
 
 /** A subscription as the contact object shows it: the effective state, explicit or by the topic's default. */
 export interface SubscriptionView {
@@ -7,7 +8,7 @@ export interface SubscriptionView {
   state: SubscriptionState;
   explicit: boolean;
   /** PostgreSQL's JSON rendering of a timestamptz; null without an explicit row. */
-  changed_at: string | null;
+  changed_at: PgTimestamp | null;
   source: string | null;
 }
 
@@ -19,8 +20,8 @@ export interface ContactRow {
   last_name: string | null;
   status: ContactStatus;
   properties: Record<string, PropertyValue>;
-  created_at: Date;
-  updated_at: Date;
+  created_at: PgTimestamp;
+  updated_at: PgTimestamp;
   subscriptions: SubscriptionView[];
 }
 

@@ -2,6 +2,7 @@ import type { Orm } from '../orm';
 import type { EmailStatus, EventType, KeyMode, RecipientState, RetryReason, Stream, Transport } from '../entities';
 import { runPrepared, type PreparedStatement } from '../prepared';
 import { insertEvents } from './email-events';
+import type { PgTimestamp } from './pg-types';
 
 /**
  * The statements of one delivery pass (activities/delivery-pass.ts deliverMany): read the claimed
@@ -33,8 +34,8 @@ export interface PassEmail {
   stream: Stream;
   status: EmailStatus;
   message_id: string;
-  created_at: Date;
-  scheduled_at: Date | null;
+  created_at: PgTimestamp;
+  scheduled_at: PgTimestamp | null;
   /** Times an MX refused it for now (direct delivery): its next backoff step. */
   deferrals: number;
   /** Set while it waits for its next direct-delivery attempt (back in `queued`, unclaimed). */

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { runSql } from './run';
+import type { PgTimestamp } from './pg-types';
 
 export type DkimKeyState = 'pending' | 'active' | 'retiring' | 'revoked';
 
@@ -16,12 +17,12 @@ export interface DkimKeyRow {
   companion_of: string | null;
   matching_checks: number;
   last_observed: string | null;
-  last_checked_at: Date | null;
-  created_at: Date;
-  activated_at: Date | null;
-  retiring_at: Date | null;
-  revoke_after: Date | null;
-  revoked_at: Date | null;
+  last_checked_at: PgTimestamp | null;
+  created_at: PgTimestamp;
+  activated_at: PgTimestamp | null;
+  retiring_at: PgTimestamp | null;
+  revoke_after: PgTimestamp | null;
+  revoked_at: PgTimestamp | null;
 }
 
 const COLUMNS = `id, domain_id, selector, algorithm, public_key, state, rotation_id, companion_of, matching_checks, last_observed,

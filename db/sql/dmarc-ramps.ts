@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { runSql } from './run';
+import type { PgTimestamp } from './pg-types';
 
 export type DmarcRampStep = 'none' | 'quarantine' | 'reject';
 export type DmarcRampRequest = 'advance' | 'back' | 'stop';
@@ -17,18 +18,18 @@ export interface DmarcVerdictRecord {
 export interface DmarcRampRow {
   domain_id: string;
   step: DmarcRampStep;
-  step_since: Date;
+  step_since: PgTimestamp;
   run_id: string | null;
   state: 'running' | 'stopped';
   started_by: string | null;
   requested: DmarcRampRequest | null;
   requested_by: string | null;
-  requested_at: Date | null;
+  requested_at: PgTimestamp | null;
   verdict: DmarcVerdictRecord | null;
-  verdict_at: Date | null;
+  verdict_at: PgTimestamp | null;
   refusal: { reasons: string[]; by: string | null } | null;
-  refusal_at: Date | null;
-  updated_at: Date;
+  refusal_at: PgTimestamp | null;
+  updated_at: PgTimestamp;
 }
 
 const run = runSql;

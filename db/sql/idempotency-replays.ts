@@ -1,10 +1,11 @@
 import type { Orm } from '../orm';
+import type { PgTimestamp } from './pg-types';
 
 export interface ReplayRow {
   id: string;
   idempotency_key: string;
   /** Null when the first attempt stored the message but its workflow was never started. */
-  enqueued_at: string | null;
+  enqueued_at: PgTimestamp | null;
 }
 
 /** The messages that already hold some of an organization's idempotency keys (replays answer with their ids). */

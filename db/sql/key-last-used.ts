@@ -1,4 +1,5 @@
 import type { Orm } from '../orm';
+import type { PgTimestamp } from './pg-types';
 
 /**
  * When each key was last charged a request: the start of its rate window (key_rate_windows keeps
@@ -10,7 +11,7 @@ export async function keysLastUsed(orm: Orm, keyIds: string[]): Promise<Map<stri
   const rows = await orm.em
     .fork()
     .getConnection()
-    .execute<{ api_key_id: string; window_start: Date }[]>(
+    .execute<{ api_key_id: string; window_start: PgTimestamp }[]>(
       `select api_key_id, window_start from key_rate_windows where api_key_id in (?)`,
       [keyIds],
     );

@@ -1,5 +1,6 @@
 import type { Orm } from '../orm';
 import type { EmailStatus } from '../entities';
+import type { PgTimestamp } from './pg-types';
 
 export interface EmailSummaryRow {
   id: string;
@@ -10,8 +11,8 @@ export interface EmailSummaryRow {
   mode: string;
   source: string;
   kind: string | null;
-  created_at: string;
-  sent_at: string | null;
+  created_at: PgTimestamp;
+  sent_at: PgTimestamp | null;
 }
 
 export interface ListEmailsFilter {

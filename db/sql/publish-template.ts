@@ -1,9 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { PgTimestamp } from './pg-types';
 
 export interface PublishedRow {
   id: string;
   version: number;
-  published_at: Date;
+  published_at: PgTimestamp;
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Plan } from '../entities';
 import { PLATFORM_SCOPE_ID } from './reserve-send';
+import type { PgTimestamp } from './pg-types';
 
 /** A domain with parked mail, oldest first, with what its allowances depend on. */
 export interface ParkedDomain {
@@ -9,7 +10,7 @@ export interface ParkedDomain {
   plan: Plan;
   daily_send_cap: number | null;
   warmup_stage: number | null;
-  oldest: Date;
+  oldest: PgTimestamp;
 }
 
 /**

@@ -1,11 +1,12 @@
 import type { Orm } from '../orm';
+import type { PgTimestamp } from './pg-types';
 
 /** A message waiting for its next direct-delivery attempt, as the console lists it. */
 export interface RetryWaitingRow {
   id: string;
   organization_id: string;
   retry_reason: 'deferred' | 'site_suspended';
-  retry_at: Date;
+  retry_at: PgTimestamp;
   last_reply: string | null;
   deferrals: number;
 }

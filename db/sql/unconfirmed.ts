@@ -1,4 +1,5 @@
 import type { Orm } from '../orm';
+import type { PgTimestamp } from './pg-types';
 
 /**
  * `svc email unconfirmed` (issue 14) and the console's Unconfirmed page (issue 38): live messages
@@ -41,7 +42,7 @@ export async function countUnconfirmed(orm: Orm, scope: UnconfirmedScope): Promi
   const [row] = await orm.em
     .fork()
     .getConnection()
-    .execute<{ count: number; oldest: Date | null }[]>(
+    .execute<{ count: number; oldest: PgTimestamp | null }[]>(
       `select count(*)::int as count, min(sent_at) as oldest from emails
       where status = 'sent' and sent_at < ? and mode = 'live' and (?::uuid is null or organization_id = ?::uuid)`,
       [scope.cutoff, scope.organizationId, scope.organizationId],
@@ -81,7 +82,7 @@ export interface UnconfirmedRow {
   organization_name: string;
   subject: string;
   to_addresses: string[];
-  sent_at: string;
+  sent_at: PgTimestamp;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { Client } from 'pg';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Orm } from '../../db/orm';
+import type { PgTimestamp } from '../../db/sql/pg-types';
 import { sql, type Row } from './db-fixtures';
 
 /**
@@ -120,8 +121,11 @@ export async function installDbosSchema(orm: Orm): Promise<void> {
 }
 
 /** The rate window row of a key, or undefined. */
-export async function rateWindow(orm: Orm, keyId: string): Promise<{ window_start: Date; used: number; admitted: boolean } | undefined> {
-  const [row] = await sql<{ window_start: Date; used: number; admitted: boolean }>(
+export async function rateWindow(
+  orm: Orm,
+  keyId: string,
+): Promise<{ window_start: PgTimestamp; used: number; admitted: boolean } | undefined> {
+  const [row] = await sql<{ window_start: PgTimestamp; used: number; admitted: boolean }>(
     orm,
     `select window_start, used, admitted from key_rate_windows where api_key_id = $1`,
     [keyId],

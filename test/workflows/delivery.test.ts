@@ -78,7 +78,8 @@ describe('Delivery through the SendEmail workflow (embedded engine)', function (
     assert.equal(p.headers.get('x-entity-ref-id'), 'order-42');
     assert.equal(p.headers.get('bcc'), undefined, 'Bcc never appears in the message');
     assert.match(String((p.replyTo as { text: string }).text), /help@example.com/);
-    assert.equal(p.html, '<p>Thanks</p>');
+    // The stored fragment, in its document on the wire (docs/delivery.md, "On the wire").
+    assert.equal(p.html, '<html><body><p>Thanks</p></body></html>');
     assert.equal(p.text?.trim(), 'Thanks');
     assert.equal(p.attachments.length, 1);
     assert.equal(p.attachments[0].filename, 'order.csv');

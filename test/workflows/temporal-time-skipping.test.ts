@@ -460,7 +460,7 @@ describe('Temporal engine, time-skipping: the real schedules in seconds', functi
       )[0];
     const delivery = async (id: string) =>
       (
-        await sql<{ status: string; attempts: number; run_attempts: number; last_error: string | null; enqueued_at: Date | null }>(
+        await sql<{ status: string; attempts: number; run_attempts: number; last_error: string | null; enqueued_at: string | null }>(
           `select status, attempts, run_attempts, last_error, enqueued_at from webhook_deliveries where id = ?`,
           [id],
         )
