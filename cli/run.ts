@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { linkBaseUrl, readConfig } from '../server/config';
+import { assertReadyForProduction, linkBaseUrl, readConfig } from '../server/config';
 import { openDatabase } from '../server/database';
 import { startService } from '../server/service';
 import { ensureLocalSetup } from '../server/bootstrap';
@@ -145,7 +145,7 @@ export async function worker(): Promise<void> {
     throw new UsageError('svc worker runs Temporal workers and needs ENGINE=temporal; the embedded engine runs inside svc start');
   const log = createLogger(config.logLevel);
   installTemporalRuntime(log.child({ component: 'temporal' }));
-  if (config.production && !config.smtpUrl) throw new UsageError('SMTP_URL is required with NODE_ENV=production');
+  assertReadyForProduction(config, { needsRelay: true, servesRelay: false });
   const parts = new Parts(log);
   const db = await parts.add('database', openDatabase(config, log), (d) => d.close());
   const running = await parts.add('temporal workers', startTemporalWorkers(config, db.orm, log), (w) => w.stop());

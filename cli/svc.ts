@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { linkBaseUrl, readConfig, verificationTiming } from '../server/config';
+import { ConfigurationError, linkBaseUrl, readConfig, verificationTiming } from '../server/config';
 import { createDomain, createKey, createOrganization } from '../core/provisioning';
 import { identityDeps } from '../core/domains/identity';
 import { setPlan, setWarmupStage } from '../core/limits/operator';
@@ -184,6 +184,10 @@ main(process.argv.slice(2)).catch((err) => {
   if (err instanceof UsageError) {
     process.stderr.write(`svc: ${err.message}\n\n${USAGE}\n`);
     process.exit(2);
+  }
+  if (err instanceof ConfigurationError) {
+    process.stderr.write(`svc: ${err.message}\n`);
+    process.exit(1);
   }
   process.stderr.write(JSON.stringify({ error: (err as Error).message }) + '\n');
   process.exit(1);

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { linkBaseUrl, verificationTiming, webhookHttpOptions, type Config } from './config';
+import { assertReadyForProduction, linkBaseUrl, verificationTiming, webhookHttpOptions, type Config } from './config';
 import { openDatabase, type Database } from './database';
 import { Parts, WakeUp } from './parts';
 import { bindHttpPort } from './http-port';
@@ -89,13 +89,7 @@ async function startDevInbox(config: Config, log: Logger): Promise<DevInbox> {
 export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
   const log = opts.log ?? createLogger(config.logLevel);
   const clock = opts.clock ?? systemClock;
-  if (config.production && !config.smtpUrl && !opts.mailer) {
-    throw new Error('SMTP_URL is required with NODE_ENV=production: the development inbox is for development only');
-  }
-  if (config.production && config.smtpRelay && !config.smtpRelay.tlsCertFile) {
-    // A generated certificate nobody can verify invites clients to turn verification off.
-    throw new Error('the SMTP relay needs SMTP_RELAY_TLS_CERT and SMTP_RELAY_TLS_KEY with NODE_ENV=production (or SMTP_RELAY_PORT=off)');
-  }
+  assertReadyForProduction(config, { needsRelay: !opts.mailer, servesRelay: true });
   const parts = new Parts(log);
   // The activities the engine runs wake the outbox and the webhook dispatcher, which need the engine.
   const wake = { outbox: new WakeUp(), webhooks: new WakeUp() };

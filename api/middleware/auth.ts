@@ -115,7 +115,7 @@ export function requirePermission(permission: Permission): ApiMiddleware {
       throw new ServiceError('test_key_not_allowed', 'test keys cannot use management endpoints');
     }
     if (RANK[key.permission] < RANK[permission]) {
-      throw new ServiceError('forbidden', `this endpoint needs a ${permission.toUpperCase()} key`);
+      throw new ServiceError('forbidden', `this endpoint needs ${permission === 'admin' ? 'an' : 'a'} ${permission.toUpperCase()} key`);
     }
     await next();
   };

@@ -3,6 +3,7 @@ import type { DnsRecord } from '../../db/entities';
 import { createSecrets, deriveKey, loadSecretsKey, type Secrets } from '../secrets';
 import { createReturnPaths, type ReturnPaths } from '../bounces/verp';
 import { createRecipientLinks, type RecipientLinks } from '../recipient-links';
+import { dmarcRecordName, dmarcRecordValue } from '../dmarc/ramp';
 
 /** What a new domain publishes: a DKIM key under a selector, and a return-path host for bounces. */
 export interface DomainIdentity {
@@ -74,7 +75,8 @@ export function newDomainIdentity(domain: string, platform: PlatformDns, now = n
       record('dkim', 'TXT', `${selector}._domainkey.${domain}`, `v=DKIM1; k=rsa; p=${der}`),
       record('return_path_mx', 'MX', returnPathHost, `10 ${platform.bounceMx}`),
       record('return_path_spf', 'TXT', returnPathHost, `v=spf1 include:${platform.spfInclude} ~all`),
-      record('dmarc', 'TXT', `_dmarc.${domain}`, `v=DMARC1; p=none; rua=mailto:dmarc@${domain}`, false),
+      // The rua= is where the inbound listener reads reports (issue 51): the ramp's records name it too.
+      record('dmarc', 'TXT', dmarcRecordName(domain), dmarcRecordValue('none', returnPathHost), false),
     ],
   };
 }

@@ -18,12 +18,23 @@ export interface ResolvedTemplate {
 
 export type ResolveScope = { tokenHash: string } | { organizationId: string };
 
-export const templateNotFound = (ref: TemplateRef) =>
-  new ServiceError(
-    'template_not_found',
-    `no published ${ref.version === null ? 'version' : `version ${ref.version}`} of template ${ref.id ?? ref.slug}`,
-    [{ field: 'template', message: 'missing, deleted or not published' }],
-  );
+const TEMPLATE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Names what was asked for the way it was asked (issue 51: `{"id": "welcome"}` answered "no
+ * published version of template welcome" when welcome was a published slug).
+ */
+export const templateNotFound = (ref: TemplateRef) => {
+  const version = ref.version === null ? 'no published version' : `no published version ${ref.version}`;
+  const named = ref.id !== null ? `id ${ref.id}` : `slug ${ref.slug}`;
+  const hint =
+    ref.id !== null && !TEMPLATE_ID.test(ref.id)
+      ? `: template.id takes a template's id (a UUID); a slug such as ${ref.id} goes in template.slug`
+      : '';
+  return new ServiceError('template_not_found', `${version} of the template with ${named}${hint}`, [
+    { field: 'template', message: 'missing, deleted or not published' },
+  ]);
+};
 
 const keyOf = (organizationId: string, r: TemplateRef) => `${organizationId}|${r.id ?? ''}|${r.slug ?? ''}|${r.version ?? ''}`;
 

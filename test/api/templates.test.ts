@@ -128,6 +128,7 @@ describe('API: templates', function () {
     assert.equal(after, before);
     const send = await t.call('POST', '/api/v1/templates', { body: { name: 'n', subject: 's' } });
     assert.equal(send.status, 403, 'management needs an ADMIN key');
+    assert.equal(send.body.error.message, 'this endpoint needs an ADMIN key');
   });
 
   it('publishes only a complete draft whose every variable is declared, naming what is missing', async () => {
@@ -232,6 +233,16 @@ describe('API: templates', function () {
       assert.equal(res.status, 422, JSON.stringify(template));
       assert.equal(res.body.error.code, 'template_not_found', JSON.stringify(template));
     }
+    // The message names what was asked as it was asked, and says where a slug goes (issue 51).
+    assert.equal(
+      (await send({ id, version: 6, data: { name: 'x' } })).body.error.message,
+      `no published version 6 of the template with id ${id}`,
+    );
+    assert.equal((await send({ slug: 'nope', data: {} })).body.error.message, 'no published version of the template with slug nope');
+    assert.equal(
+      (await send({ id: 'welcome', data: {} })).body.error.message,
+      "no published version of the template with id welcome: template.id takes a template's id (a UUID); a slug such as welcome goes in template.slug",
+    );
   });
 
   it('sends the version PostgreSQL sees: a publish or delete right after a send is never missed by the next one', async () => {

@@ -157,31 +157,41 @@ describe('svc start (what npm start runs) and the svc commands, on embedded defa
     assert.equal(await again.exited, 0);
   });
 
-  it('with NODE_ENV=production needs SMTP_URL, prints no token, even on the first run, and says how to make a key', async () => {
+  it('with NODE_ENV=production needs SMTP_URL, PUBLIC_URL and PLATFORM_MAIL_DOMAIN, prints no token, even on the first run, and says how to make a key', async () => {
     const dataDir = tempDir('svc-prod');
     const port = await freePort();
-    const noRelay = runSvc(['start'], { DATA_DIR: tempDir('svc-prod-norelay'), PORT: String(port), NODE_ENV: 'production' });
-    assert.equal(await noRelay.exited, 1);
-    assert.match(noRelay.output(), /SMTP_URL is required with NODE_ENV=production/);
+    // Issue 51: one refusal naming every variable real mail needs, not the first one alone.
+    const bare = runSvc(['start'], { DATA_DIR: tempDir('svc-prod-norelay'), PORT: String(port), NODE_ENV: 'production' });
+    assert.equal(await bare.exited, 1);
+    const refusal = bare.output();
+    assert.match(refusal, /NODE_ENV=production needs what real mail needs; set:/);
+    for (const variable of ['SMTP_URL', 'PUBLIC_URL', 'PLATFORM_MAIL_DOMAIN', 'SMTP_RELAY_TLS_CERT and SMTP_RELAY_TLS_KEY']) {
+      assert.match(refusal, new RegExp(`\\n\\s+${variable}: `), `${variable} named`);
+    }
+    assert.match(refusal, /mail\.svc\.test is a development name/);
     const sink = new SmtpSink();
     const smtpUrl = await sink.start();
+    const real = { PUBLIC_URL: 'https://mail.example.com', PLATFORM_MAIL_DOMAIN: 'mail.example.com' };
     const noCert = runSvc(['start'], {
       DATA_DIR: tempDir('svc-prod-nocert'),
       PORT: String(port),
       SMTP_URL: smtpUrl,
       NODE_ENV: 'production',
+      ...real,
     });
     assert.equal(await noCert.exited, 1);
     assert.match(
       noCert.output(),
-      /SMTP relay needs SMTP_RELAY_TLS_CERT and SMTP_RELAY_TLS_KEY/,
+      /SMTP_RELAY_TLS_CERT and SMTP_RELAY_TLS_KEY: the SMTP relay needs a real certificate/,
       'no self-signed certificate in production',
     );
+    assert.doesNotMatch(noCert.output(), /\s(SMTP_URL|PUBLIC_URL|PLATFORM_MAIL_DOMAIN): /, 'only what is missing is named');
     const child = runSvc(['start'], {
       DATA_DIR: dataDir,
       PORT: String(port),
       SMTP_URL: smtpUrl,
       NODE_ENV: 'production',
+      ...real,
       SMTP_RELAY_PORT: 'off',
       LOG_LEVEL: 'info',
     });
@@ -193,7 +203,7 @@ describe('svc start (what npm start runs) and the svc commands, on embedded defa
       assert.ok(!/svc_(live|test)_[A-Za-z0-9_-]{20,}/.test(out), 'no token in the banner or the logs');
       const setup = JSON.parse(fs.readFileSync(path.join(dataDir, 'credentials.json'), 'utf8'));
       assert.match(out, new RegExp(`svc key create --org ${setup.organization_id}`));
-      assert.ok(out.includes(`  Console        ${base}/console\n`), 'console address printed');
+      assert.ok(out.includes(`  Console        ${real.PUBLIC_URL}/console\n`), 'the console at PUBLIC_URL');
       assert.ok(!out.includes('set-password/'), 'no set-password link in production');
       assert.match(out, /svc operator create --email you@example\.com/, 'how to make an operator instead');
       assert.equal(setup.admin_key_id, null, 'production makes no keys nobody could see');

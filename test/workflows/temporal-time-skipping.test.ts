@@ -335,9 +335,19 @@ describe('Temporal engine, time-skipping: the real schedules in seconds', functi
     const checks = scheduled(events, 'checkDkimKey');
     const [switched] = scheduled(events, 'switchDkimKey');
     assert.equal(checks.length, 6);
+    // Never checked early; and the waits are the workflow's own timers, one per gap, none longer
+    // than the interval (a gap's excess over it is the check activity's own run time, which on a
+    // loaded machine is seconds of wall clock: issue 51 asked to stop asserting on that).
     assert.ok(
-      gaps(checks).every((g) => g >= timing.checkIntervalMs && g < timing.checkIntervalMs + 5_000),
+      gaps(checks).every((g) => g >= timing.checkIntervalMs),
       String(gaps(checks)),
+    );
+    // The timers in order: a wait after each check but the last, then the retiring one.
+    const waits = timers(events).slice(0, checks.length - 1);
+    assert.equal(waits.length, checks.length - 1, String(timers(events)));
+    assert.ok(
+      waits.every((t) => t > 0 && t <= timing.checkIntervalMs),
+      String(timers(events)),
     );
     assert.ok(switched - checks[0] >= 600_000, 'the matching checks span the TTL before the switch');
     // Not an internal organization with a token: each publish step answers that nothing was published.
@@ -562,9 +572,8 @@ describe('Temporal engine, time-skipping: the real schedules in seconds', functi
     }
     assert.deepEqual(timers(events), [30_000, 60_000, 120_000]);
     const between = gaps(passes);
-    [30_000, 60_000, 120_000].forEach((wait, i) =>
-      assert.ok(between[i] >= wait && between[i] < wait + 5_000, `pass ${i + 2} after ${between[i]} ms`),
-    );
+    // The timers above are the backoff; the wall clock between passes only adds the passes' own run time.
+    [30_000, 60_000, 120_000].forEach((wait, i) => assert.ok(between[i] >= wait, `pass ${i + 2} after ${between[i]} ms`));
     assert.equal(scheduled(events, 'failBatch').length, 1);
     assert.ok(scheduled(events, 'failBatch')[0] > passes[3], 'failed after the fourth pass');
 
