@@ -27,7 +27,6 @@ export async function start(): Promise<void> {
   const service = await startService(config, { log });
   const { setup, created, tokens, removedClearTokens } = await ensureLocalSetup(service.db.orm, config.dataDir, {
     production: config.production,
-    warmup: config.domainWarmup,
   });
   const sendToken = tokens?.send ?? '<SEND key>';
   const from = setup.sender_domain ? `hello@${setup.sender_domain}` : 'hello@<your verified domain>';

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Orm } from '../../db/orm';
 import { Email, EmailEvent, Attachment } from '../../db/entities';
 import { isUuid } from '../../db/ids';
+import { cancelEmail } from '../../db/sql/cancel-emails';
 import { listEmails } from '../../db/sql/list-emails';
 import type { AuthState } from '../../core/auth';
 import { ServiceError, notFound, validationError } from '../../core/errors';
@@ -132,15 +133,15 @@ export function emailRoutes(deps: EmailRoutesDeps): Router<ApiState> {
     const em = orm.em.fork();
     // The same conditional update the worker's pick-up uses: exactly one of them wins. A message
     // parked behind a daily cap leaves the park, so the outbox starts its workflow, which ends at once.
-    const won = await em.nativeUpdate(
-      Email,
-      { id, status: 'queued', ...scope(a) },
-      { status: 'canceled', waitingReason: null, waitingUntil: null, retryReason: null, retryAt: null, updatedAt: new Date() },
-    );
-    if (won === 0) {
-      const email = await em.findOne(Email, { id, ...scope(a) }, { fields: ['status'] });
-      if (!email) throw notFound('email');
-      throw new ServiceError('not_cancelable', `email is ${email.status}; only queued (including scheduled) email can be canceled`);
+    const { canceled, status } = await cancelEmail(orm, {
+      id,
+      organizationId: a.organization.id,
+      domainIds: a.key.domainIds,
+      now: new Date(),
+    });
+    if (!canceled) {
+      if (status === null) throw notFound('email');
+      throw new ServiceError('not_cancelable', `email is ${status}; only queued (including scheduled) email can be canceled`);
     }
     // Only a started workflow can be waiting; one still in the outbox sees `canceled` when it starts.
     const started = await em.findOne(Email, { id }, { fields: ['enqueuedAt'] });

@@ -1,7 +1,7 @@
 import { EntitySchema } from '@mikro-orm/core';
 
 /**
- * The per-recipient message event types (spec, Events 1), in the order of the spec: the one list,
+ * The per-recipient message event types (spec, Events 1), in the order of the spec, and `canceled`: the one list,
  * which the webhooks' `email.<type>` names (core/webhooks/events.ts) follow. How a row is written:
  * db/sql/email-events.ts.
  */
@@ -18,6 +18,8 @@ export const EVENT_TYPES = [
   'unsubscribed',
   'suppressed',
   'failed',
+  // Not in the spec's list: a recipient's message canceled before it left (issue 51; Resend's email.canceled).
+  'canceled',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { sharedService, newTenant, type TestEnv, type Tenant } from '../support/service';
 import { waitFor } from '../support/wait';
+import { WebhookReceiver } from '../support/webhook-receiver';
 
 describe('API: GET /emails and POST /emails/:id/cancel', function () {
   let env: TestEnv;
@@ -105,6 +106,52 @@ describe('API: GET /emails and POST /emails/:id/cancel', function () {
     const again = await t.call('POST', `/api/v1/emails/${res.body.id}/cancel`);
     assert.equal(again.status, 409);
     assert.equal(again.body.error.code, 'not_cancelable');
+  });
+
+  it('a cancel is an event on the message and an email.canceled webhook, per recipient still due (issue 51)', async function () {
+    this.timeout(60_000);
+    const receiver = new WebhookReceiver();
+    await receiver.start();
+    try {
+      const hook = await t.call('POST', '/api/v1/webhooks', {
+        as: 'admin',
+        body: { url: `${receiver.url}/canceled`, events: ['email.canceled'] },
+      });
+      assert.equal(hook.status, 201, JSON.stringify(hook.body));
+      await t.call('POST', '/api/v1/suppressions', { as: 'admin', body: { email: 'listed-cancel@example.com' } });
+      const res = await t.call('POST', '/api/v1/emails', {
+        body: item({
+          to: ['ann-cancel@example.com', 'listed-cancel@example.com'],
+          cc: 'bob-cancel@example.com',
+          scheduled_at: new Date(Date.now() + 60_000).toISOString(),
+        }),
+      });
+      assert.deepEqual(res.body.suppressed, ['listed-cancel@example.com']);
+      assert.equal((await t.call('POST', `/api/v1/emails/${res.body.id}/cancel`)).status, 200);
+      const got = (await t.call('GET', `/api/v1/emails/${res.body.id}`)).body;
+      const canceled = got.events.filter((e: { type: string }) => e.type === 'canceled');
+      assert.deepEqual(canceled.map((e: { recipient: string }) => e.recipient).sort(), [
+        'ann-cancel@example.com',
+        'bob-cancel@example.com',
+      ]);
+      assert.ok(canceled.every((e: { at: string }) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(e.at)));
+      const posts = await waitFor(
+        async () => (receiver.at('/canceled').length >= 2 ? receiver.at('/canceled') : undefined),
+        'two email.canceled',
+      );
+      assert.deepEqual(
+        posts.map((p) => p.json.type),
+        ['email.canceled', 'email.canceled'],
+      );
+      assert.deepEqual(posts.map((p) => p.json.data.recipient).sort(), ['ann-cancel@example.com', 'bob-cancel@example.com']);
+      assert.ok(posts.every((p) => p.json.data.email_id === res.body.id));
+      // A refused second cancel writes no event.
+      assert.equal((await t.call('POST', `/api/v1/emails/${res.body.id}/cancel`)).status, 409);
+      const after = (await t.call('GET', `/api/v1/emails/${res.body.id}`)).body;
+      assert.equal(after.events.filter((e: { type: string }) => e.type === 'canceled').length, 2);
+    } finally {
+      await receiver.stop();
+    }
   });
 
   it('sends a scheduled message when its time comes', async () => {

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ensureLocalSetup } from '../../server/bootstrap';
-import { createOrganization } from '../../core/provisioning';
+import { createDomain, createOrganization } from '../../core/provisioning';
+import { Domain } from '../../db/entities';
 import { sharedService } from '../support/service';
 import { tempDir } from '../support/pg';
 
@@ -32,5 +33,27 @@ describe('First-run setup (credentials.json)', function () {
     assert.equal(JSON.parse(now).sender_domain, 'sandbox.test');
     assert.equal(fs.statSync(file).mode & 0o777, 0o600);
     assert.equal((await ensureLocalSetup(env.service.db.orm, dir, { production: false })).removedClearTokens, false);
+  });
+
+  it('makes the development sandbox without warm-up, and turns off the warm-up of a sandbox made before', async () => {
+    const env = await sharedService();
+    const orm = env.service.db.orm;
+    const stageOf = async (organizationId: string) =>
+      (await orm.em.fork().findOneOrFail(Domain, { organizationId, name: 'sandbox.test' })).warmupStage;
+    const fresh = await ensureLocalSetup(orm, tempDir('svc-creds-new'), { production: false });
+    assert.equal(fresh.created, true);
+    assert.equal(await stageOf(fresh.setup.organization_id), null, 'no 200-a-day cap on the dev inbox');
+
+    const org = await createOrganization(orm, 'Older sandbox', 'standard');
+    await createDomain(orm, org.id, 'sandbox.test', { verified: true, warmup: true });
+    assert.equal(await stageOf(org.id), 1);
+    const dir = tempDir('svc-creds-old');
+    fs.writeFileSync(
+      path.join(dir, 'credentials.json'),
+      JSON.stringify({ organization_id: org.id, sender_domain: 'sandbox.test', created_at: '2026-11-01T00:00:00.000Z' }),
+      { mode: 0o600 },
+    );
+    assert.equal((await ensureLocalSetup(orm, dir, { production: false })).created, false);
+    assert.equal(await stageOf(org.id), null);
   });
 });
