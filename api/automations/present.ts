@@ -25,6 +25,23 @@ export function presentAutomation(a: Automation, definition: AutomationDefinitio
   };
 }
 
+/** The timestamps of a history entry: the API's one format, whoever wrote them (issue 51). */
+const HISTORY_TIMES = new Set(['started_at', 'finished_at', 'until']);
+
+/**
+ * A history entry as the API shows it. Entries are written by the activities (JavaScript's
+ * `…T10:00:00.000Z`) and completed in SQL; `finished_at` written there before issue 51 was
+ * PostgreSQL's JSON rendering (`…T10:00:59.49+00:00`), so each time is read and written again.
+ */
+function presentHistoryEntry(entry: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(entry)) {
+    const at = HISTORY_TIMES.has(key) && typeof value === 'string' ? Date.parse(value) : NaN;
+    out[key] = Number.isNaN(at) ? value : new Date(at).toISOString();
+  }
+  return out;
+}
+
 /** A run: where it is (`step`, a path such as `steps[2].then[0]`), what it did (`history`), why it ended. */
 export function presentRun(r: AutomationRun) {
   return {
@@ -38,7 +55,7 @@ export function presentRun(r: AutomationRun) {
     reason: r.reason,
     trigger: r.trigger,
     contact: { id: r.contactId, email: r.email },
-    history: r.history,
+    history: r.history.map(presentHistoryEntry),
     created_at: iso(r.createdAt),
     started_at: iso(r.startedAt),
     finished_at: iso(r.finishedAt),

@@ -66,7 +66,7 @@ export async function writeStep(orm: Orm, runId: string, w: StepWrite): Promise<
   let history = 'history';
   if (w.finish) {
     history = `jsonb_set(history, array[(jsonb_array_length(history) - 1)::text],
-      history -> (jsonb_array_length(history) - 1) || jsonb_build_object('finished_at', ?::timestamptz, 'result', ?::jsonb))`;
+      history -> (jsonb_array_length(history) - 1) || jsonb_build_object('finished_at', to_char(?::timestamptz at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'result', ?::jsonb))`;
     params.push(w.now, JSON.stringify(w.finish));
   }
   if (w.entry && w.finish) throw new Error('a step write appends an entry or completes the last one, not both');

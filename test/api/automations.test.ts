@@ -97,6 +97,10 @@ describe('API: events and automations', function () {
         ['steps[3]', 'update_contact', 'updated'],
       ],
     );
+    // One timestamp format everywhere, the history's too (issue 51: it showed …59.49+00:00).
+    const times = done.history.flatMap((h: any) => [h.started_at, h.finished_at].filter((x) => x !== undefined));
+    assert.ok(times.length >= 8, JSON.stringify(done.history));
+    for (const at of [...times, done.created_at, done.finished_at]) assert.match(at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
     const contact = (await t.call('GET', `/api/v1/contacts/${encodeURIComponent(email)}`, { as: 'admin' })).body;
     assert.equal(contact.properties.onboarded, true);
     assert.equal(contact.properties.plan, 'pro');
