@@ -16,9 +16,22 @@ export function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/**
+ * yup's own wording of a wrong type ("must be a `string` type, but the final value was:
+ * `true`."), as a person would write it (issue 51). Its default is read when a schema is built,
+ * so it is rewritten here rather than by setLocale, which would miss schemas built before.
+ */
+const YUP_NOT_TYPE = /^(.*) must be a `(\w+)` type, but the final value was: [\s\S]*$/;
+export function plainMessage(message: string): string {
+  const m = YUP_NOT_TYPE.exec(message);
+  if (!m) return message;
+  const [, path, type] = m;
+  return `${path} must be ${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type}`;
+}
+
 /** Every failed yup rule as one `validation_error`, each rule a detail. */
 export function fromYup(e: ValidationError): ServiceError {
-  const details = (e.inner.length ? e.inner : [e]).map((x) => ({ field: x.path ?? '', message: x.message }));
+  const details = (e.inner.length ? e.inner : [e]).map((x) => ({ field: x.path ?? '', message: plainMessage(x.message) }));
   return validationError(details.map((d) => d.message).join('; '), details);
 }
 

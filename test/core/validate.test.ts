@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import * as yup from 'yup';
 import { ValidationError, type AnySchema } from 'yup';
-import { validate, bodySchema } from '../../core/validate';
+import { validate, bodySchema, plainMessage } from '../../core/validate';
 import { ServiceError } from '../../core/errors';
 import { sendEmailSchema, templatedSendSchema } from '../../core/emails/schema';
 import { createTopicSchema } from '../../api/topics/schema';
@@ -12,7 +12,7 @@ function whole(schema: AnySchema, value: unknown): { ok: unknown } | { errors: {
     return { ok: schema.validateSync(value, { abortEarly: false }) };
   } catch (err) {
     if (!(err instanceof ValidationError)) throw err;
-    return { errors: (err.inner.length ? err.inner : [err]).map((x) => ({ field: x.path ?? '', message: x.message })) };
+    return { errors: (err.inner.length ? err.inner : [err]).map((x) => ({ field: x.path ?? '', message: plainMessage(x.message) })) };
   }
 }
 
@@ -79,5 +79,24 @@ describe('Core: validation checks only the fields a body has, with the same answ
   it('leaves non-strict schemas whole, so their defaults still apply', () => {
     const query = yup.object({ limit: yup.number().default(25), cursor: yup.string() });
     assert.deepEqual(validate(query, {}), { limit: 25 });
+  });
+
+  it('words a wrong type as a person would, not as yup does (issue 51)', () => {
+    const schema = bodySchema({
+      name: yup.string().strict(),
+      tags: yup.array().strict(),
+      meta: yup.object().strict(),
+      n: yup.number().strict(),
+    });
+    const answer = narrowedAnswer(schema, { name: true, tags: 'x', meta: 1, n: 'one' });
+    assert.deepEqual(answer, {
+      errors: [
+        { field: 'name', message: 'name must be a string' },
+        { field: 'tags', message: 'tags must be an array' },
+        { field: 'meta', message: 'meta must be an object' },
+        { field: 'n', message: 'n must be a number' },
+      ],
+    });
+    assert.equal(plainMessage('subject must be at most 998 characters'), 'subject must be at most 998 characters');
   });
 });
