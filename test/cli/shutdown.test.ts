@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { tempDir } from '../support/pg';
@@ -58,6 +59,54 @@ describe('svc start stops what it started on SIGTERM or SIGINT sent to its proce
       assert.doesNotMatch(svc.output(), /DeprecationWarning/);
     });
   }
+});
+
+describe('npm start in a terminal: Ctrl-C (SIGINT to the whole foreground process group)', function () {
+  this.timeout(240_000);
+  const dataDir = tempDir('svc-ctrl-c');
+  const pidFile = path.join(dataDir, 'postgres', 'postmaster.pid');
+
+  it('stops cleanly: PostgreSQL, in a group of its own, is stopped last, so nothing loses its connection', async () => {
+    const port = await freePort();
+    // util-linux's script(1) runs npm start on a pseudo-terminal; a ^C written to it is what a
+    // terminal's line discipline turns into SIGINT for every process of the foreground group.
+    const term = spawn('script', ['-qfec', 'npm start', '/dev/null'], {
+      cwd: path.resolve(__dirname, '../..'),
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '/tmp',
+        DATA_DIR: dataDir,
+        PORT: String(port),
+        DEV_SMTP_PORT: '0',
+        SMTP_RELAY_PORT: '0',
+        INBOUND_SMTP_PORT: '0',
+        LOG_LEVEL: 'info',
+      },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let out = '';
+    term.stdout!.on('data', (c) => (out += c));
+    term.stderr!.on('data', (c) => (out += c));
+    const exited = new Promise<number | null>((resolve) => term.on('exit', (code) => resolve(code)));
+    try {
+      await waitFor(async () => out.includes('Ctrl-C'), 'the banner', 120_000);
+      const pgPid = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]);
+      term.stdin!.write('\x03');
+      const code = await Promise.race([exited, new Promise<'late'>((resolve) => setTimeout(() => resolve('late'), STOP_WITHIN_MS * 2))]);
+      assert.notEqual(code, 'late', `still running after Ctrl-C:\n${out.slice(-3000)}`);
+      assert.doesNotMatch(
+        out,
+        /Connection ended unexpectedly|terminating connection due to administrator command|shutdown took too long/,
+        out.slice(-3000),
+      );
+      assert.ok(!fs.existsSync(pidFile), 'PostgreSQL shut down');
+      assert.ok(!isAlive(pgPid), `PostgreSQL (pid ${pgPid}) is gone`);
+    } finally {
+      if (term.exitCode === null) term.kill('SIGKILL');
+      const left = fs.existsSync(pidFile) ? Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]) : 0;
+      if (left > 0 && isAlive(left)) process.kill(left, 'SIGINT');
+    }
+  });
 });
 
 function isAlive(pid: number): boolean {
