@@ -29,6 +29,7 @@ import { Migration20261215000000_dmarc_reports } from './Migration20261215000000
 import { Migration20261216000000_dmarc_ramp } from './Migration20261216000000_dmarc_ramp';
 import { Migration20261217000000_dkim_ed25519 } from './Migration20261217000000_dkim_ed25519';
 import { Migration20261218000000_dmarc_rua } from './Migration20261218000000_dmarc_rua';
+import { Migration20261219000000_webhook_sequence } from './Migration20261219000000_webhook_sequence';
 
 /** Listed explicitly so migrations run the same from TypeScript sources and from any bundle. */
 export const migrationsList: MigrationObject[] = [
@@ -62,4 +63,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261216000000_dmarc_ramp', class: Migration20261216000000_dmarc_ramp },
   { name: 'Migration20261217000000_dkim_ed25519', class: Migration20261217000000_dkim_ed25519 },
   { name: 'Migration20261218000000_dmarc_rua', class: Migration20261218000000_dmarc_rua },
+  { name: 'Migration20261219000000_webhook_sequence', class: Migration20261219000000_webhook_sequence },
 ];

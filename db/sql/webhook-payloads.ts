@@ -86,7 +86,7 @@ const emailEventPayload = (
   e: string,
 ) => `json_build_object('type', 'email.' || ${n}.type, 'created_at', ${iso(`${n}.at`)}, 'data',
   (rtrim(json_build_object('email_id', ${e}.id, 'from', ${e}.from_address, 'to', ${e}.to_addresses, 'subject', ${e}.subject,
-     'recipient', ${n}.recipient, 'mode', ${e}.mode, 'kind', ${e}.kind, 'tags', ${e}.tags)::text, '}')
+     'recipient', ${n}.recipient, 'mode', ${e}.mode, 'kind', ${e}.kind, 'tags', ${e}.tags, 'sequence', ${n}.id)::text, '}')
    || coalesce(', "bounce_type" : ' || to_json(${n}.bounce_type)::text, '')
    || coalesce(', "detail" : ' || to_json(${n}.detail)::text, '')
    || coalesce(', "url" : ' || to_json(${n}.url)::text, '') || '}')::json)`;

@@ -122,7 +122,11 @@ describe('API: signed webhooks', function () {
     const sent = got.find((r) => r.json.type === 'email.sent')!.json;
     assert.deepEqual(Object.keys(sent), ['type', 'created_at', 'data']);
     assert.match(sent.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-    assert.deepEqual(Object.keys(sent.data), ['email_id', 'from', 'to', 'subject', 'recipient', 'mode', 'kind', 'tags'], 'in order');
+    assert.deepEqual(
+      Object.keys(sent.data),
+      ['email_id', 'from', 'to', 'subject', 'recipient', 'mode', 'kind', 'tags', 'sequence'],
+      'in order',
+    );
     assert.ok(!got[0].body.includes(' : '), 'compact JSON');
     assert.deepEqual(sent.data, {
       email_id: testId,
@@ -133,7 +137,9 @@ describe('API: signed webhooks', function () {
       mode: 'test',
       kind: null,
       tags: [{ name: 'flow', value: 'signup' }],
+      sequence: sent.data.sequence,
     });
+    assert.ok(Number.isSafeInteger(sent.data.sequence) && sent.data.sequence > 0);
 
     // A live message (to the sink) gives the same shape, with mode live.
     const liveTo = `live-${Date.now()}@example.com`;
@@ -167,7 +173,15 @@ describe('API: signed webhooks', function () {
     assert.deepEqual(types(mine), ['email.bounced', 'email.queued', 'email.sent']);
     const bounced = mine.find((r) => r.json.type === 'email.bounced')!;
     assert.equal(bounced.json.data.bounce_type, 'hard');
-    assert.deepEqual(Object.keys(bounced.json.data).slice(-2), ['tags', 'bounce_type'], 'optional fields after the others');
+    assert.deepEqual(Object.keys(bounced.json.data).slice(-3), ['tags', 'sequence', 'bounce_type'], 'optional fields after the others');
+    // Deliveries may arrive in any order; `sequence` puts them back in the order the message lists its events (issue 51).
+    const bySequence = [...mine].sort((a, b) => a.json.data.sequence - b.json.data.sequence);
+    const listed = (await t.call('GET', `/api/v1/emails/${id}`)).body.events.map((e: { type: string }) => `email.${e.type}`);
+    assert.deepEqual(
+      bySequence.map((r) => r.json.type),
+      listed,
+    );
+    assert.deepEqual(listed, ['email.queued', 'email.sent', 'email.bounced']);
     assert.equal('bounce_type' in mine.find((r) => r.json.type === 'email.sent')!.json.data, false, 'only when present');
     await t.call('DELETE', `/api/v1/webhooks/${hook.id}`, { as: 'admin' });
   });
