@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { assertReadyForProduction, linkBaseUrl, readConfig } from '../server/config';
+import { linkBaseUrl, readConfig } from '../server/config';
+import { assertReadyForProduction } from '../server/production-gaps';
 import { openDatabase } from '../server/database';
 import { startService } from '../server/service';
 import { ensureLocalSetup } from '../server/bootstrap';

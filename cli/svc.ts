@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
-import { ConfigurationError, linkBaseUrl, readConfig, verificationTiming } from '../server/config';
+import { linkBaseUrl, readConfig, verificationTiming } from '../server/config';
+import { ConfigurationError } from '../server/production-gaps';
 import { createDomain, createKey, createOrganization } from '../core/provisioning';
 import { identityDeps } from '../core/domains/identity';
 import { setPlan, setWarmupStage } from '../core/limits/operator';

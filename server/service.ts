@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { assertReadyForProduction, linkBaseUrl, verificationTiming, webhookHttpOptions, type Config } from './config';
+import { linkBaseUrl, verificationTiming, webhookHttpOptions, type Config } from './config';
+import { assertReadyForProduction } from './production-gaps';
 import { openDatabase, type Database } from './database';
 import { Parts, WakeUp } from './parts';
 import { bindHttpPort } from './http-port';

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { assertReadyForProduction, productionGaps, readConfig } from '../../server/config';
+import { readConfig } from '../../server/config';
+import { assertReadyForProduction, productionGaps } from '../../server/production-gaps';
 
 /** Issue 51: NODE_ENV=production refuses the development defaults that break real mail, all named at once. */
 describe('config: what NODE_ENV=production needs before it starts', () => {
