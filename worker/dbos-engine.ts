@@ -7,6 +7,7 @@ import { QUEUES, type ActivityDef, type QueueName } from '../workflows/definitio
 import { WORKFLOWS } from '../workflows';
 import type { Stream } from '../db/entities';
 import type { Engine } from './engine';
+import { dbosLogger } from './dbos-logger';
 import { LOCKS, withAdvisoryLock } from '../db/advisory-lock';
 
 export interface DbosEngineOptions {
@@ -102,12 +103,7 @@ export async function startDbosEngine(opts: DbosEngineOptions): Promise<Engine> 
     systemDatabasePoolSize: 20,
     applicationVersion: opts.applicationVersion ?? APPLICATION_VERSION,
     executorID: opts.executorId,
-    logger: {
-      info: (m) => log.debug(m as object),
-      debug: (m) => log.trace(m as object),
-      warn: (m) => log.warn(m as object),
-      error: (m) => log.error(m as object),
-    },
+    logger: dbosLogger(log),
   });
   // DBOS creates and migrates its schema at launch; processes launching together take turns.
   await withAdvisoryLock(opts.databaseUrl, LOCKS.engineLaunch, () => DBOS.launch());
