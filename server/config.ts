@@ -243,6 +243,7 @@ function onOff(name: string, fallback: boolean, env: NodeJS.ProcessEnv): boolean
 /** The base of unsubscribe links: PUBLIC_URL, or this machine's API on `port` (the bound one). */
 export const linkBaseUrl = (config: Pick<Config, 'publicUrl'>, port: number) => config.publicUrl ?? `http://localhost:${port}`;
 
+/** The webhook client's policy and limits, from the configuration. */
 export function webhookHttpOptions(config: Pick<Config, 'webhookAllowHttp' | 'webhookAllowPrivate' | 'webhookConcurrency'>) {
   return {
     allowHttp: config.webhookAllowHttp,

@@ -130,10 +130,9 @@ export function emailRoutes(deps: EmailRoutesDeps): Router<ApiState> {
     const a = auth(ctx);
     const id = ctx.params.id;
     if (!isUuid(id)) throw notFound('email');
-    const em = orm.em.fork();
     // The same conditional update the worker's pick-up uses: exactly one of them wins. A message
     // parked behind a daily cap leaves the park, so the outbox starts its workflow, which ends at once.
-    const { canceled, status } = await cancelEmail(orm, {
+    const { canceled, status, started } = await cancelEmail(orm, {
       id,
       organizationId: a.organization.id,
       domainIds: a.key.domainIds,
@@ -144,8 +143,7 @@ export function emailRoutes(deps: EmailRoutesDeps): Router<ApiState> {
       throw new ServiceError('not_cancelable', `email is ${status}; only queued (including scheduled) email can be canceled`);
     }
     // Only a started workflow can be waiting; one still in the outbox sees `canceled` when it starts.
-    const started = await em.findOne(Email, { id }, { fields: ['enqueuedAt'] });
-    if (started?.enqueuedAt) {
+    if (started) {
       await deps.engine
         .signal(id, CANCEL_SIGNAL)
         .catch((err) =>

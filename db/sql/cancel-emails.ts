@@ -13,7 +13,7 @@ import { eventType, insertEvents } from './email-events';
  * Three CTEs to put after `with` and before the statement's select: `cancel_target` (the rows
  * `where` names in `emails e`, locked, each with its status as it stands once the lock is had: a
  * pick-up that committed meanwhile shows as `sending`), `canceled` (those that were `queued`, now
- * canceled: `id`) and `canceled_events`. `now` is the SQL of the time (a parameter).
+ * canceled: `id`, and `enqueued_at`, set once the outbox started its run) and `canceled_events`. `now` is the SQL of the time (a parameter).
  */
 export const cancelQueued = (where: string, now: string) => `cancel_target as (
   select e.id, e.status from emails e where ${where} for update
@@ -22,7 +22,7 @@ export const cancelQueued = (where: string, now: string) => `cancel_target as (
          updated_at = ${now}
     from cancel_target t
    where e.id = t.id and t.status = 'queued'
-  returning e.id, e.organization_id
+  returning e.id, e.organization_id, e.enqueued_at
 ), canceled_events as (
   ${insertEvents(
     { emailId: 'c.id', organizationId: 'c.organization_id', type: eventType('canceled'), recipient: 'r.address', at: now },
@@ -31,22 +31,24 @@ export const cancelQueued = (where: string, now: string) => `cancel_target as (
 )`;
 
 const CANCEL_EMAIL: PreparedStatement = {
-  name: 'cancel_email_v1',
+  name: 'cancel_email_v2',
   text: `
 with ${cancelQueued('e.id = $1 and e.organization_id = $2 and ($3::uuid[] is null or e.domain_id = any($3::uuid[]))', '$4::timestamptz')}
 select exists (select 1 from canceled) as canceled,
-       case when exists (select 1 from canceled) then 'canceled' else (select status from cancel_target) end as status`,
+       case when exists (select 1 from canceled) then 'canceled' else (select status from cancel_target) end as status,
+       exists (select 1 from canceled where enqueued_at is not null) as started`,
 };
 
 /**
  * Cancels one message of the organization (within `domainIds` for a restricted key) while it is
- * queued. Answers whether it did, and the message's status now (null: no such message in scope).
+ * queued. Answers whether it did, the message's status now (null: no such message in scope), and
+ * whether its run had started (a canceled message whose run waits on a timer is signaled).
  */
 export async function cancelEmail(
   orm: Orm,
   q: { id: string; organizationId: string; domainIds: string[] | null; now: Date },
-): Promise<{ canceled: boolean; status: string | null }> {
-  const [row] = await runPrepared<{ canceled: boolean; status: string | null }>(orm, CANCEL_EMAIL, [
+): Promise<{ canceled: boolean; status: string | null; started: boolean }> {
+  const [row] = await runPrepared<{ canceled: boolean; status: string | null; started: boolean }>(orm, CANCEL_EMAIL, [
     q.id,
     q.organizationId,
     q.domainIds,

@@ -50,7 +50,7 @@ describe('db/sql/cancel-emails: a queued message canceled, with a canceled event
     await insertRecipient(orm, e.id, 'ann@example.com');
     await insertRecipient(orm, e.id, 'bob@example.com', { field: 'cc', state: 'in_flight' });
     await insertRecipient(orm, e.id, 'listed@example.com', { state: 'suppressed' });
-    assert.deepEqual(await cancel(e.id), { canceled: true, status: 'canceled' });
+    assert.deepEqual(await cancel(e.id), { canceled: true, status: 'canceled', started: false });
     const [row] = await sql(orm, 'select status, waiting_reason, waiting_until from emails where id = $1', [e.id]);
     assert.deepEqual(row, { status: 'canceled', waiting_reason: null, waiting_until: null });
     assert.deepEqual(await events(e.id), [
@@ -62,23 +62,28 @@ describe('db/sql/cancel-emails: a queued message canceled, with a canceled event
   it('changes nothing and writes no event when the message is not queued; answers its status', async () => {
     const sending = await insertEmail(orm, owner, { status: 'sending' });
     await insertRecipient(orm, sending.id, 'ann@example.com', { state: 'in_flight' });
-    assert.deepEqual(await cancel(sending.id), { canceled: false, status: 'sending' });
+    assert.deepEqual(await cancel(sending.id), { canceled: false, status: 'sending', started: false });
     const done = await insertEmail(orm, owner);
     await insertRecipient(orm, done.id, 'ann@example.com');
     await cancel(done.id);
-    assert.deepEqual(await cancel(done.id), { canceled: false, status: 'canceled' }, 'a second cancel');
+    assert.deepEqual(await cancel(done.id), { canceled: false, status: 'canceled', started: false }, 'a second cancel');
     assert.equal((await events(done.id)).length, 1);
     assert.deepEqual(await events(sending.id), []);
   });
 
+  it('says whether the message’s run had started (the outbox set enqueued_at), so its timer can be signaled', async () => {
+    const waiting = await insertEmail(orm, owner, { enqueued_at: now, scheduled_at: new Date('2030-01-02T00:00:00.000Z') });
+    assert.deepEqual(await cancel(waiting.id), { canceled: true, status: 'canceled', started: true });
+  });
+
   it('sees only the organization’s messages, and a restricted key only its domains’', async () => {
     const theirs = await insertEmail(orm, other);
-    assert.deepEqual(await cancel(theirs.id), { canceled: false, status: null });
+    assert.deepEqual(await cancel(theirs.id), { canceled: false, status: null, started: false });
     assert.equal(await statusOf(theirs.id), 'queued');
     const elsewhere = await insertDomain(orm, owner.organizationId);
     const e = await insertEmail(orm, owner);
-    assert.deepEqual(await cancel(e.id, owner, [elsewhere.id]), { canceled: false, status: null });
-    assert.deepEqual(await cancel(e.id, owner, [owner.domainId]), { canceled: true, status: 'canceled' });
+    assert.deepEqual(await cancel(e.id, owner, [elsewhere.id]), { canceled: false, status: null, started: false });
+    assert.deepEqual(await cancel(e.id, owner, [owner.domainId]), { canceled: true, status: 'canceled', started: false });
   });
 
   it('racing a pick-up that holds the row: the pick-up wins, the cancel answers sending and writes no event', async () => {
@@ -89,7 +94,7 @@ describe('db/sql/cancel-emails: a queued message canceled, with a canceled event
     const canceling = cancel(e.id);
     await lockWaiters(orm, 1);
     await pickUp.commit();
-    assert.deepEqual(await canceling, { canceled: false, status: 'sending' });
+    assert.deepEqual(await canceling, { canceled: false, status: 'sending', started: false });
     assert.deepEqual(await events(e.id), []);
   });
 
