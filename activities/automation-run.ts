@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Orm } from '../db/orm';
 import {
+  cancelRuns,
   finishRun,
   mergeContactProperties,
   parkRun,
@@ -255,6 +256,12 @@ export function createAutomationRunActivities(deps: AutomationRunDeps): Automati
 
     async finishRun(runId, status, reason) {
       await finishRun(orm, runId, status, reason, clock.now());
+    },
+
+    async cancelRunForOperator(runId) {
+      const canceled = (await cancelRuns(orm, { runId }, clock.now())).length > 0;
+      deps.log.info({ runId, canceled }, "operator canceled the automation run's workflow");
+      return canceled;
     },
   };
 }

@@ -3,7 +3,7 @@ import type { Orm } from '../db/orm';
 import { Broadcast, Segment, Topic } from '../db/entities';
 import { lockBroadcast, freezeAudience } from '../db/sql/freeze-broadcast';
 import { advanceBroadcast, readBroadcastPage, type BroadcastPageRow } from '../db/sql/broadcast-page';
-import { cancelMessagesOf } from '../db/sql/cancel-broadcast';
+import { cancelBroadcast, cancelMessagesOf } from '../db/sql/cancel-broadcast';
 import type { BroadcastActivities } from '../workflows/broadcast';
 import type { Clock } from '../core/clock';
 import { ServiceError } from '../core/errors';
@@ -203,6 +203,14 @@ export function createBroadcastActivities(deps: BroadcastDeps): BroadcastActivit
       await orm.em
         .fork()
         .nativeUpdate(Broadcast, { id: broadcastId, fannedOutAt: null }, { fannedOutAt: clock.now(), updatedAt: clock.now() });
+    },
+
+    async cancelBroadcastForOperator(broadcastId) {
+      const b = await orm.em.fork().findOne(Broadcast, { id: broadcastId }, { fields: ['organizationId'] });
+      if (!b) return false;
+      const r = await cancelBroadcast(orm, b.organizationId, broadcastId, clock.now());
+      log.info({ broadcastId, canceled: r.changed, messages: r.canceled }, "operator canceled the broadcast's fan-out run");
+      return r.changed;
     },
   };
 }

@@ -3,7 +3,10 @@ import type { Orm } from '../db/orm';
 import { markInFlight, readPassAttachments, readPassEmails, type PassAttachment, type PassEmail } from '../db/sql/delivery-pass';
 import type { Clock } from '../core/clock';
 import type { Secrets } from '../core/secrets';
-import { PermanentFailure } from './errors';
+import { isNonRetryable, PermanentFailure } from './errors';
+import { recordRelayRefusals } from '../db/sql/relay-refusals';
+import { retryPolicy, describeFailure } from '../workflows/context';
+import { RelayOutage } from './relay-outage';
 import { testModeOutcome } from './outcomes';
 import { DEFAULT_MAX_AGE_MS, isDue, messageOf, Outcomes, type Message, type PassRecipient, type RetryRule } from './pass-outcomes';
 import { OutcomeCommit } from './outcome-commit';
@@ -20,6 +23,8 @@ export interface DeliveryDeps extends LiveSenderDeps {
   retryMaxAgeMs?: number;
   /** How long a settled outcome waits for others to share its statement (activities/outcome-commit.ts). */
   outcomeWindowMs?: number;
+  /** RETRY_BASE_SECONDS: the transport backoff's first delay, to say on a refused message when it goes again (default 30). */
+  retryBaseSeconds?: number;
 }
 
 const FINAL_STATUSES = new Set(['sent', 'delivered', 'bounced', 'complained', 'failed', 'suppressed', 'canceled', 'unconfirmed']);
@@ -61,6 +66,22 @@ export function createDeliveryPass(deps: DeliveryDeps): DeliveryPass {
   // once: past that, a connection would wait for a slot held only by an outcome not yet written.
   const outcomes = new OutcomeCommit(orm, { windowMs: deps.outcomeWindowMs, fullAt: Math.max(1, Math.floor((deps.sendSlots ?? 16) / 2)) });
   const commit = outcomes.record.bind(outcomes);
+  const outage = new RelayOutage(log, clock);
+  const transport = retryPolicy('transport', deps.retryBaseSeconds ?? 30);
+
+  /**
+   * What the relay refused for now goes on each message (waiting `relay_retry`, the reply, when it
+   * goes again) before the run waits out its backoff; the outage is logged once per process.
+   */
+  async function noteRelay(live: Delivered[]): Promise<void> {
+    const refused = live.filter((r) => r.error !== undefined && !isNonRetryable(r.error));
+    if (live.some((r) => r.error === undefined)) outage.accepted();
+    if (refused.length === 0) return;
+    const items = refused.map((r) => ({ id: r.id, reply: describeFailure(r.error) }));
+    outage.refused(items.length, items[0].reply);
+    const q = { at: clock.now(), baseSeconds: transport.initialIntervalSeconds, maxAttempts: transport.maxAttempts };
+    await recordRelayRefusals(orm, items, q);
+  }
 
   /** Test mode: the outcome table instead of SMTP. */
   function simulate(out: Outcomes, email: PassEmail, recipients: PassRecipient[]): void {
@@ -181,7 +202,9 @@ export function createDeliveryPass(deps: DeliveryDeps): DeliveryPass {
           clock.now(),
         );
         for (const rs of inFlight.values()) for (const r of rs) r.state = 'in_flight';
-        results.push(...(await sendAllLive(live, inFlight)));
+        const sent = await sendAllLive(live, inFlight);
+        await noteRelay(sent);
+        results.push(...sent);
       }
       await written;
       const modeOf = new Map(active.map((m) => [m.email.id, m.email.mode]));

@@ -1,7 +1,9 @@
+import type { Logger } from 'pino';
 import type { Orm } from '../db/orm';
 import { Email } from '../db/entities';
 import { claimForDelivery } from '../db/sql/claim-delivery';
 import { handBackScheduled } from '../db/sql/scheduled-timers';
+import { cancelEmailForOperator } from '../db/sql/cancel-emails';
 import type { Clock } from '../core/clock';
 import type { SendEmailActivities } from '../workflows/send-email';
 import type { DeliveryPass } from './delivery-pass';
@@ -9,7 +11,7 @@ import { PermanentFailure } from './errors';
 import { closeUnconfirmed } from './unconfirmed';
 
 /** SendEmail's activities: one message, its delivery a pass of one (activities/delivery-pass.ts). */
-export function createSendEmailActivities(deps: { orm: Orm; clock: Clock }, pass: DeliveryPass): SendEmailActivities {
+export function createSendEmailActivities(deps: { orm: Orm; clock: Clock; log?: Logger }, pass: DeliveryPass): SendEmailActivities {
   const { orm, clock } = deps;
   return {
     async loadForSend(emailId) {
@@ -46,6 +48,12 @@ export function createSendEmailActivities(deps: { orm: Orm; clock: Clock }, pass
 
     async closeUnconfirmed(emailId) {
       return closeUnconfirmed(orm, emailId, clock);
+    },
+
+    async cancelForOperator(emailId) {
+      const r = await cancelEmailForOperator(orm, { id: emailId, now: clock.now() });
+      deps.log?.info({ emailId, canceled: r.canceled, status: r.status }, "operator canceled the message's run");
+      return r;
     },
   };
 }

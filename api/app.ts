@@ -2,13 +2,13 @@ import Koa from 'koa';
 import type { Logger } from 'pino';
 import type { GroupStore } from '../core/emails/group-store';
 import type { Orm } from '../db/orm';
-import { ping } from '../db/sql/ping';
 import type { Engine } from '../worker/engine';
 import type { DevInbox } from '../smtp/dev-inbox';
 import { ServiceError } from '../core/errors';
 import { errorMiddleware } from './middleware/errors';
 import { authMiddleware } from './middleware/auth';
 import { apiRouter, type ApiState } from './state';
+import { healthRoutes } from './health';
 import { emailRoutes } from './emails/routes';
 import { keyRoutes } from './keys/routes';
 import { domainRoutes, type DomainRoutesDeps } from './domains/routes';
@@ -74,14 +74,7 @@ export function createApp(deps: AppDeps): Koa<ApiState> {
     app.use(consoleMiddleware({ ...deps.console, orm: deps.orm, log: deps.log, caps: deps.caps, engine: deps.engine, api }));
   }
 
-  const root = apiRouter();
-  root.get('/health', async (ctx) => {
-    const database = (await ping(deps.orm)) ? 'up' : 'down';
-    const engine = deps.engine.ready() ? 'up' : 'down';
-    const ok = database === 'up' && engine === 'up';
-    ctx.status = ok ? 200 : 503;
-    ctx.body = { status: ok ? 'ok' : 'unavailable', database, engine: `${deps.engine.name}:${engine}` };
-  });
+  const root = healthRoutes(deps);
   app.use(root.routes());
   // Recipients' links: no API key, the signed token in the path is the authority.
   const recipients = [unsubscribeRoutes(deps), trackingRoutes(deps), mtaStsRoutes(deps)];

@@ -91,6 +91,16 @@ export interface PageOptions {
   error?: string;
 }
 
+/** While no worker polls a task queue the API still accepts mail, which waits: every page says so, and what to run. */
+function workersBanner(workers: ConsoleState['workers']): Piece {
+  if (workers?.state !== 'none') return '';
+  const idle = workers.queues.filter((q) => q.pollers === 0).map((q) => q.name);
+  return html`<p class="banner" role="alert">
+    No worker is polling the Temporal task ${idle.length > 1 ? 'queues' : 'queue'} ${idle.join(' and ')}: mail is accepted but stays queued
+    until one runs. Start <code>svc worker</code> (<code>npm run worker</code>) with this service's <code>TEMPORAL_*</code> settings.
+  </p>`;
+}
+
 /** A page inside the console: navigation, the operator, sign-out, then the body. */
 export function renderPage(ctx: ParameterizedContext<ConsoleState>, opts: PageOptions): void {
   const s = ctx.state.session;
@@ -125,7 +135,7 @@ export function renderPage(ctx: ParameterizedContext<ConsoleState>, opts: PageOp
     top,
     nav,
     html`<main id="main">
-      ${done ? html`<p class="notice" role="status">${done}</p>` : ''}
+      ${s ? workersBanner(ctx.state.workers) : ''} ${done ? html`<p class="notice" role="status">${done}</p>` : ''}
       ${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''} ${opts.body}
     </main>`,
   ]);

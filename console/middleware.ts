@@ -45,12 +45,13 @@ async function readForm(ctx: Parameters<ConsoleMiddleware>[0]): Promise<URLSearc
 
 /**
  * Around every console request: its own error page (HTML, an id to quote, never the cause), the
- * session from the cookie, and a POST's form read once.
+ * session from the cookie, a POST's form read once, and whether workers take the engine's work.
  */
 export function consoleBase(deps: ConsoleDeps): ConsoleMiddleware {
   return async (ctx, next) => {
     try {
       ctx.state.session = (await resolveSession(deps.orm, ctx.cookies.get(cookieName(deps.secureCookies)), deps.policy)) ?? undefined;
+      ctx.state.workers = deps.engine.workers?.();
       if (ctx.method === 'POST') {
         const form = await readForm(ctx);
         if (!form)

@@ -9,7 +9,7 @@ import type { RunSignals } from '../core/emails/unconfirmed';
 import type { ConsoleApi } from './api';
 import type { DnsResolver } from '../core/domains/dns';
 import type { CloudflareSettings } from '../core/dns-publish/cloudflare';
-import type { Engine } from '../worker/engine';
+import type { Engine, WorkersStatus } from '../worker/engine';
 import type { DkimRotationConfig } from '../core/domains/dkim-keys';
 
 /** What the console's middleware leaves for its pages. */
@@ -21,6 +21,8 @@ export interface ConsoleState {
   auth?: AuthState;
   /** A POST's form fields, parsed once (CSRF checked before the page sees them). */
   form?: URLSearchParams;
+  /** Who polls the engine's task queues, as last checked (Temporal): every page warns when no one does. */
+  workers?: WorkersStatus;
 }
 
 export type ConsoleContext = RouterContext<ConsoleState>;
@@ -38,8 +40,8 @@ export interface ConsoleDeps {
   publicBase: string;
   /** The daily caps, as GET /organization shows them (the overview's usage against caps). */
   caps: CapsSettings;
-  /** The engine, to tell a Temporal run waiting at `sent` that its message was closed as unconfirmed. */
-  engine: RunSignals & Pick<Engine, 'start' | 'signal'>;
+  /** The engine, to tell a Temporal run waiting at `sent` that its message was closed as unconfirmed; whether workers poll. */
+  engine: RunSignals & Pick<Engine, 'start' | 'signal' | 'workers'>;
   /** Publishing DNS records to Cloudflare: the resolvers each write is checked with, the API's base; absent: no publishing. */
   dnsPublish?: { dns: DnsResolver; cloudflare: CloudflareSettings };
   /** DkimRotation's timing (DKIM_* settings); absent: the defaults. */

@@ -43,6 +43,7 @@ export function buildActivities(config: Config, w: ActivityWiring): Activities {
     mailer: w.mailer,
     direct: w.direct,
     retryMaxAgeMs: config.direct.retryMaxAgeHours * 3_600_000,
+    retryBaseSeconds: config.retryBaseSeconds,
     clock: systemClock,
     log: w.log.child({ component: 'activities' }),
     secrets: w.identity.secrets,

@@ -27,6 +27,7 @@ import { CapRelease, SendCaps } from '../worker/send-caps';
 import { BroadcastDispatcher } from '../worker/broadcast-dispatcher';
 import { AutomationDispatcher } from '../worker/automation-dispatcher';
 import { DomainVerificationSweep } from '../worker/domain-sweep';
+import { StrandedRunSweep, type StrandedRunOptions } from '../worker/stranded-runs';
 import { EngineRetention } from '../worker/engine-retention';
 import { WebhookDispatcher } from '../worker/webhook-dispatcher';
 import { InboundProcessor } from '../worker/inbound-processor';
@@ -73,6 +74,8 @@ export interface ServiceOptions {
   clock?: Clock;
   /** This process was taken for dead and its work taken over: it must stop at once (default: exit 70). */
   onExecutorLost?: () => void;
+  /** ENGINE=temporal: the stranded-run sweep's pace and graces (tests: seconds, not minutes). */
+  strandedRuns?: Pick<StrandedRunOptions, 'intervalMs' | 'queuedGraceMs' | 'sendingGraceMs'>;
 }
 
 /** The development inbox (no SMTP_URL): what it received, on the web page and over SMTP on DEV_SMTP_PORT. */
@@ -154,6 +157,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       'domain sweep',
       new DomainVerificationSweep(workerOrm, engine, timing, log.child({ component: 'domain-sweep' }), sweepMs),
     );
+    const stranded = { ...opts.strandedRuns, log: log.child({ component: 'stranded-runs' }), clock, onHandBack: () => outbox.kick() };
+    await parts.loop('stranded-run sweep', new StrandedRunSweep(workerOrm, engine, stranded));
     // Finished workflows leave DBOS's tables after ENGINE_RETENTION_HOURS; Temporal keeps its own history.
     if (config.engine === 'embedded') {
       const retention = { retentionMs: config.engineRetentionHours * 3_600_000, log: log.child({ component: 'engine-retention' }) };

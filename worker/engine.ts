@@ -55,8 +55,27 @@ export interface Engine {
    * starts that would only wait in the engine's queue.
    */
   room(queue: QueueName, stream?: Stream): Promise<number | null>;
+  /**
+   * Whether the run under `workflowId` (its latest, after a reset) is still running: false once it
+   * ended however it ended, or when the engine knows no such run. Absent where an operator cannot
+   * end a run behind the service's back (the embedded engine has no UI that terminates runs).
+   */
+  runOpen?(workflowId: string): Promise<boolean>;
   ready(): boolean;
+  /**
+   * Whether workers take this engine's work, as last checked in the background (no request waits
+   * on the check). Absent: the engine runs its work in this process (embedded).
+   */
+  workers?(): WorkersStatus;
   stop(): Promise<void>;
+}
+
+/** Who polls the engine's task queues (Temporal: worker/temporal-pollers.ts). */
+export interface WorkersStatus {
+  /** none: a task queue no worker polls, whose runs wait; unknown: not checked yet, or the check failed. */
+  state: 'polling' | 'none' | 'unknown';
+  /** Each task queue checked, with how many workers polled it lately. */
+  queues: { name: string; type: 'workflow' | 'activity'; pollers: number }[];
 }
 
 /**

@@ -49,11 +49,11 @@ export interface RunSettings {
 }
 
 /**
- * One run for `rows` (one lane). A batch's workflow id is derived from its members, so the
+ * One run for `rows` (one lane); answers its workflow id. A batch's workflow id is derived from its members, so the
  * same chunk started again after a crash is a no-op; a chunk grouped differently is a second
  * run, and the claim in the database gives each message to one of them.
  */
-export async function startRun(engine: Engine, log: Logger, settings: RunSettings, rows: OutboxRow[]): Promise<void> {
+export async function startRun(engine: Engine, log: Logger, settings: RunSettings, rows: OutboxRow[]): Promise<string> {
   const { mode, stream } = rows[0];
   const opts: StartOptions = { queue: QUEUE_OF[mode], stream, labels: labelsOf({ mode, stream }, rows) };
   const window = settings.confirmationWindowMs ?? 0;
@@ -63,7 +63,7 @@ export async function startRun(engine: Engine, log: Logger, settings: RunSetting
     try {
       // A scheduled message's run may be waiting for its admission (handBack): this start tells it.
       await engine.start(sendEmail, rows[0].id, input, engine.waitsScheduled ? { ...opts, signal: ADMITTED_SIGNAL } : opts);
-      return;
+      return rows[0].id;
     } catch (err) {
       // Its timer run ended at the hand-back (started before a window was configured): no run
       // under its id can deliver it any more, so a batch of one does.
@@ -77,6 +77,7 @@ export async function startRun(engine: Engine, log: Logger, settings: RunSetting
   const batchId = `send-batch-${createHash('sha256').update(members.join(',')).digest('hex').slice(0, 32)}`;
   const input: SendBatchInput = { batchId, emailIds: ids, retryBaseSeconds: settings.retryBaseSeconds ?? 30 };
   await engine.start(sendBatch, batchId, input, opts);
+  return batchId;
 }
 
 /**

@@ -208,6 +208,7 @@ export class Outbox {
           rows.map(async (r) => {
             try {
               await startTimerRun(this.engine, this.opts, lane, r);
+              // Its run's workflow id is the email id: claimed_by stays as it is.
               done.push(r.id);
             } catch (err) {
               this.log.error({ err, emailId: r.id }, "could not start a scheduled message's timer; retried on the next pass");
@@ -269,18 +270,20 @@ export class Outbox {
       }
       // Every message gets a run, even one canceled meanwhile: its claim then leaves it alone.
       const done: string[] = [];
+      const runIds: string[] = [];
       const runs = runsOf(rows, this.perRun());
       await Promise.all(
         runs.map(async (run) => {
           try {
-            await startRun(this.engine, this.log, this.opts, run);
+            const runId = await startRun(this.engine, this.log, this.opts, run);
             done.push(...run.map((r) => r.id));
+            runIds.push(...run.map(() => runId));
           } catch (err) {
             this.log.error({ err, emailIds: run.length, firstEmailId: run[0].id }, 'could not start delivery; retried on the next pass');
           }
         }),
       );
-      await markEnqueued(em, done, new Date());
+      await markEnqueued(em, done, new Date(), runIds);
       return { claimed: claimed.length, runs: runs.length, parked: admitted ? claimed.length - admitted.size : 0, throttled };
     });
   }

@@ -6,6 +6,7 @@ import { QUEUES } from '../workflows/definition';
 import type { TemporalBinding } from '../workflows/temporal/binding';
 import { RunEndedError, type Engine } from './engine';
 import { ensureSearchAttributes, searchAttributePairs } from './temporal-search-attributes';
+import { watchPollers } from './temporal-pollers';
 
 /** Where the Temporal server is and which task queues the service uses. */
 export interface TemporalSettings {
@@ -19,6 +20,8 @@ export interface TemporalSettings {
   deliveryTaskQueue: string;
   /** First retry delay of transient delivery failures (RETRY_BASE_SECONDS). */
   retryBaseSeconds: number;
+  /** How often, in ms, the API asks whether workers poll the task queues (no variable: 10 s; tests set it shorter). */
+  workersCheckMs?: number;
 }
 
 /**
@@ -28,7 +31,7 @@ export interface TemporalSettings {
 export async function startTemporalEngine(
   settings: TemporalSettings,
   log: Logger,
-  /** false: this engine only signals (an operator's command), so it registers nothing on the namespace. */
+  /** false: this engine only signals (an operator's command): it registers nothing on the namespace, watches no workers. */
   opts: { startsRuns?: boolean } = {},
 ): Promise<Engine> {
   const connection = await Connection.connect(settings.connection as ConnectionOptions).catch((err: Error) => {
@@ -37,6 +40,20 @@ export async function startTemporalEngine(
   const client = new Client({ connection, namespace: settings.namespace });
   // Without them registered a start that sets them is refused: then runs start without them.
   const labelled = opts.startsRuns === false ? false : await ensureSearchAttributes(connection, settings.namespace, log);
+  // An API whose workers are gone still accepts mail: /ready, the console and the log say so.
+  const pollers =
+    opts.startsRuns === false
+      ? undefined
+      : watchPollers(
+          (request) => connection.workflowService.describeTaskQueue(request),
+          settings.namespace,
+          [
+            { name: settings.taskQueue, type: 'workflow' },
+            { name: settings.deliveryTaskQueue, type: 'activity' },
+          ],
+          log,
+          settings.workersCheckMs,
+        );
   let running = true;
   log.info(
     { address: settings.connection.address, namespace: settings.namespace, taskQueue: settings.taskQueue },
@@ -99,11 +116,21 @@ export async function startTemporalEngine(
         throw err;
       }
     },
+    async runOpen(workflowId) {
+      try {
+        return (await client.workflow.getHandle(workflowId).describe()).status.name === 'RUNNING';
+      } catch (err) {
+        if (err instanceof WorkflowNotFoundError) return false;
+        throw err;
+      }
+    },
     // Temporal task queues hold any backlog durably and cheaply; the outbox need not hold it back.
     room: async () => null,
     ready: () => running,
+    ...(pollers ? { workers: () => pollers.status() } : {}),
     async stop() {
       running = false;
+      pollers?.stop();
       await connection.close();
     },
   };

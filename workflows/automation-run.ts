@@ -82,6 +82,8 @@ export interface AutomationRunActivities {
   updateContactStep(runId: string, path: string): Promise<StepOutcome>;
   /** The run's final state (a run already canceled keeps it). */
   finishRun(runId: string, status: 'completed' | 'canceled' | 'failed', reason: string | null): Promise<void>;
+  /** An operator canceled the workflow in the engine's UI: the run is canceled as the API cancels it; answers whether it was. */
+  cancelRunForOperator(runId: string): Promise<boolean>;
 }
 
 export const automationRunActivityDefs: Record<keyof AutomationRunActivities, ActivityDef> = {
@@ -96,6 +98,7 @@ export const automationRunActivityDefs: Record<keyof AutomationRunActivities, Ac
   conditionStep: DATABASE_ACTIVITY,
   updateContactStep: DATABASE_ACTIVITY,
   finishRun: DATABASE_ACTIVITY,
+  cancelRunForOperator: DATABASE_ACTIVITY,
 };
 
 export interface AutomationRunResult {
@@ -246,6 +249,8 @@ export const automationRun = defineWorkflow({
   body: automationRunWorkflow,
   activities: automationRunActivityDefs,
   signals: [AUTOMATION_WAKE_SIGNAL],
+  // Canceled if the database agrees (running or waiting), then woken as the API's cancel wakes it.
+  onCancel: async (ctx, input) => ((await ctx.activities.cancelRunForOperator(input.runId)) ? [AUTOMATION_WAKE_SIGNAL] : []),
   // Unqueued: a run mostly sleeps; its sends take the delivery queue like any other message.
   queue: null,
 });

@@ -50,12 +50,15 @@ export interface BroadcastActivities {
   enqueuePage(broadcastId: string, from: number, pageSize: number): Promise<PageResult>;
   /** Marks the fan-out complete: the broadcast is `sent` once its last message has left. */
   finishFanOut(broadcastId: string): Promise<void>;
+  /** An operator canceled the run in the engine's UI: the broadcast is canceled as the API cancels it; answers whether it was. */
+  cancelBroadcastForOperator(broadcastId: string): Promise<boolean>;
 }
 
 export const broadcastActivityDefs: Record<keyof BroadcastActivities, ActivityDef> = {
   freezeAudience: DATABASE_ACTIVITY,
   enqueuePage: DATABASE_ACTIVITY,
   finishFanOut: DATABASE_ACTIVITY,
+  cancelBroadcastForOperator: DATABASE_ACTIVITY,
 };
 
 export interface BroadcastResult {
@@ -95,6 +98,9 @@ export async function broadcastWorkflow(ctx: WorkflowContext<BroadcastActivities
 export const broadcastFanOut = defineWorkflow({
   name: BROADCAST_WORKFLOW,
   body: broadcastWorkflow,
+  // Canceled if the database agrees (queued, or sending and not fully left); the scheduled wait
+  // then ends and the freeze, or the next page, reads `canceled`.
+  onCancel: async (ctx, input) => ((await ctx.activities.cancelBroadcastForOperator(input.broadcastId)) ? [BROADCAST_CANCEL_SIGNAL] : []),
   activities: broadcastActivityDefs,
   signals: [BROADCAST_CANCEL_SIGNAL],
   // Unqueued: a few runs at a time, each mostly database work; the messages it accepts take the

@@ -45,6 +45,13 @@ export interface WorkflowDef<I = never, R = unknown, A extends object = object> 
   activities: Record<keyof A, ActivityDef>;
   signals: readonly string[];
   queue: QueueName | null;
+  /**
+   * What an operator's cancellation of a run in the engine's own tools (the Temporal UI) means:
+   * settles it in the database (one activity, as the API's cancel would) and answers the signals
+   * whose waits end, as if they had come; the body goes on and reads the outcome. Absent: the run
+   * goes on untouched (workflows/temporal/binding.ts).
+   */
+  onCancel?: (ctx: WorkflowContext<A>, input: I) => Promise<string[]>;
 }
 
 /** Checks a definition's parts against each other (activity map = activity contract) and keeps its types. */

@@ -147,6 +147,9 @@ export async function dkimRotationWorkflow(
 export const dkimRotation = defineWorkflow({
   name: DKIM_ROTATION_WORKFLOW,
   body: dkimRotationWorkflow,
+  // The pending key revoked if the database agrees (not switched yet, as the console's cancel), and
+  // the wait between checks ended: the next check reads it gone. After the switch it goes on.
+  onCancel: async (ctx, input) => (await ctx.activities.abandonDkimKey(input.keyId), [DKIM_CANCEL_SIGNAL]),
   activities: dkimRotationActivityDefs,
   signals: [DKIM_CANCEL_SIGNAL],
   // Not queued: the run mostly sleeps (days), and a queued run would hold its slot meanwhile.

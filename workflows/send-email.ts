@@ -66,6 +66,11 @@ export interface SendEmailActivities {
   failDelivery(emailId: string, detail: string): Promise<DeliverResult>;
   /** Conditional update sent → unconfirmed (operator action); any other status is left as it is. */
   closeUnconfirmed(emailId: string): Promise<DeliverResult>;
+  /**
+   * An operator canceled the run in the engine's UI: the message is canceled as the API cancels it
+   * (only while `queued`, with its `canceled` event and webhook); answers whether it was.
+   */
+  cancelForOperator(emailId: string): Promise<{ canceled: boolean; status: string | null }>;
 }
 
 /** Where each activity of this workflow runs and how it is retried. */
@@ -78,6 +83,7 @@ export const sendEmailActivityDefs: Record<keyof SendEmailActivities, ActivityDe
   deliver: { runsOn: 'delivery', retry: 'transport', timeoutSeconds: LONG_ATTEMPT_SECONDS },
   failDelivery: DATABASE_ACTIVITY,
   closeUnconfirmed: DATABASE_ACTIVITY,
+  cancelForOperator: DATABASE_ACTIVITY,
 };
 
 /**
@@ -130,9 +136,21 @@ export async function sendEmailWorkflow(ctx: WorkflowContext<SendEmailActivities
   return { status };
 }
 
+/**
+ * An operator's cancellation of the run: canceled if the database agrees (still `queued`), and
+ * then the timer and the admission wait end as a cancel signal would end them, so the claim reads
+ * `canceled`. A message already `sending` or further is not the operator's to stop: the run goes
+ * on to its true end.
+ */
+export async function sendEmailOnCancel(ctx: WorkflowContext<SendEmailActivities>, input: SendEmailInput): Promise<string[]> {
+  const { canceled } = await ctx.activities.cancelForOperator(input.emailId);
+  return canceled ? [CANCEL_SIGNAL, ADMITTED_SIGNAL] : [];
+}
+
 export const sendEmail = defineWorkflow({
   name: SEND_EMAIL_WORKFLOW,
   body: sendEmailWorkflow,
+  onCancel: sendEmailOnCancel,
   activities: sendEmailActivityDefs,
   signals: SEND_EMAIL_SIGNALS,
   // Live mail; test-mode messages are started on `simulation` instead.

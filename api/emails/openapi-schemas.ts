@@ -84,17 +84,21 @@ export const Email: JsonSchema = {
       description:
         'Why a queued message is not leaving yet: held by a daily send cap (which one, and when its day turns), or refused for now by a ' +
         "recipient's MX (direct delivery: `deferred` until its next attempt, or `site_suspended` until its site's suspension ends, " +
-        'with the last reply); null when not held.',
+        'with the last reply), or, while `sending`, refused for now by the SMTP relay (`relay_retry` until its run tries again, with the ' +
+        'reply or the connection error); null when not held.',
       oneOf: [
         {
           type: 'object',
           properties: {
             reason: {
               type: 'string',
-              enum: ['platform_daily_cap', 'organization_daily_cap', 'domain_daily_cap', 'deferred', 'site_suspended'],
+              enum: ['platform_daily_cap', 'organization_daily_cap', 'domain_daily_cap', 'deferred', 'site_suspended', 'relay_retry'],
             },
             until: timestamp,
-            reply: { type: ['string', 'null'], description: 'The reply that deferred it (deferred, site_suspended); null for a cap.' },
+            reply: {
+              type: ['string', 'null'],
+              description: 'The reply that deferred it (deferred, site_suspended, relay_retry); null for a cap.',
+            },
           },
           required: ['reason', 'until', 'reply'],
           additionalProperties: false,

@@ -60,11 +60,15 @@ export function presentSummary(r: EmailSummaryRow) {
 }
 
 /**
- * Why a queued message is not leaving yet: parked behind a daily cap (goes out when the allowance
- * returns), or refused for now by a recipient's MX (direct delivery: tried again at `until`, or
- * its site suspended until then), with the reply. Still cancelable either way.
+ * Why a message is not leaving yet. Queued (still cancelable): parked behind a daily cap (goes
+ * out when the allowance returns), or refused for now by a recipient's MX (direct delivery: tried
+ * again at `until`, or its site suspended until then), with the reply. Sending: the relay refused
+ * it for now (a 4xx, or no connection) and its run tries again at `until` (null: no attempt left).
  */
 function presentWaiting(email: Email): { reason: string; until: string | null; reply: string | null } | null {
+  if (email.status === 'sending' && email.relayRefusals > 0 && email.relayRetryAt !== null) {
+    return { reason: 'relay_retry', until: iso(email.relayRetryAt), reply: email.lastReply };
+  }
   if (email.status !== 'queued') return null;
   if (email.waitingReason !== null) return { reason: email.waitingReason, until: iso(email.waitingUntil), reply: null };
   if (email.retryReason !== null) return { reason: email.retryReason, until: iso(email.retryAt), reply: email.lastReply };

@@ -87,6 +87,10 @@ export class Email {
   lastReply: string | null = null;
   /** How many times an MX refused it for now: its backoff step. */
   deferrals = 0;
+  /** How many times the relay refused it for now (its run retries it, still `sending`). */
+  relayRefusals = 0;
+  /** When its run tries the relay again (null: not waiting on the relay, or no attempt left). */
+  relayRetryAt: Date | null = null;
   sentAt: Date | null = null;
   /** The workflow that claimed it for delivery (db/sql/claim-delivery.ts). */
   claimedBy: string | null = null;
@@ -135,6 +139,8 @@ export const EmailSchema = new EntitySchema<Email>({
     retryAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
     lastReply: { type: 'text', nullable: true },
     deferrals: { type: 'integer' },
+    relayRefusals: { type: 'integer' },
+    relayRetryAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
     sentAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
     claimedBy: { type: 'text', nullable: true },
     createdAt: { type: 'Date', columnType: 'timestamptz' },

@@ -30,6 +30,8 @@ import { Migration20261216000000_dmarc_ramp } from './Migration20261216000000_dm
 import { Migration20261217000000_dkim_ed25519 } from './Migration20261217000000_dkim_ed25519';
 import { Migration20261218000000_dmarc_rua } from './Migration20261218000000_dmarc_rua';
 import { Migration20261219000000_webhook_sequence } from './Migration20261219000000_webhook_sequence';
+import { Migration20261220000000_stranded_runs } from './Migration20261220000000_stranded_runs';
+import { Migration20261221000000_relay_retry } from './Migration20261221000000_relay_retry';
 
 /** Listed explicitly so migrations run the same from TypeScript sources and from any bundle. */
 export const migrationsList: MigrationObject[] = [
@@ -64,4 +66,6 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261217000000_dkim_ed25519', class: Migration20261217000000_dkim_ed25519 },
   { name: 'Migration20261218000000_dmarc_rua', class: Migration20261218000000_dmarc_rua },
   { name: 'Migration20261219000000_webhook_sequence', class: Migration20261219000000_webhook_sequence },
+  { name: 'Migration20261220000000_stranded_runs', class: Migration20261220000000_stranded_runs },
+  { name: 'Migration20261221000000_relay_retry', class: Migration20261221000000_relay_retry },
 ];

@@ -56,3 +56,24 @@ export async function cancelEmail(
   ]);
   return row;
 }
+
+const CANCEL_EMAIL_FOR_OPERATOR: PreparedStatement = {
+  name: 'cancel_email_for_operator_v1',
+  text: `
+with ${cancelQueued('e.id = $1', '$2::timestamptz')}
+select exists (select 1 from canceled) as canceled,
+       case when exists (select 1 from canceled) then 'canceled' else (select status from cancel_target) end as status`,
+};
+
+/**
+ * Cancels a message by id alone, while it is queued: an operator canceled its run in the engine's
+ * UI (workflows/temporal/binding.ts), which names the run, not an organization. Same statement
+ * and trace as the API's cancel; status null: no such message.
+ */
+export async function cancelEmailForOperator(
+  orm: Orm,
+  q: { id: string; now: Date },
+): Promise<{ canceled: boolean; status: string | null }> {
+  const [row] = await runPrepared<{ canceled: boolean; status: string | null }>(orm, CANCEL_EMAIL_FOR_OPERATOR, [q.id, q.now]);
+  return row;
+}

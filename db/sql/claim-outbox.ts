@@ -63,10 +63,20 @@ export async function outboxHasDue(em: EntityManager, q: { mode: KeyMode; stream
   return rows.length > 0;
 }
 
-/** Marks started messages: they leave the outbox. */
-export async function markEnqueued(em: EntityManager, ids: string[], at: Date): Promise<void> {
+/**
+ * Marks started messages: they leave the outbox. `runs` (same order as `ids`): the workflow id of
+ * each one's run, written where the run's claim will write it (claimed_by), so a run an operator
+ * terminates before it claimed its messages can be told from one still coming (worker/stranded-runs.ts).
+ */
+export async function markEnqueued(em: EntityManager, ids: string[], at: Date, runs?: string[]): Promise<void> {
   if (ids.length === 0) return;
-  await em
-    .getConnection()
-    .execute(`update emails set enqueued_at = ? where id = any(?::uuid[])`, [at, `{${ids.join(',')}}`], 'run', em.getTransactionContext());
+  await em.getConnection().execute(
+    `update emails e set enqueued_at = ?, claimed_by = coalesce(u.run, e.claimed_by)
+         from unnest(?::uuid[], ?::text[]) as u(id, run) where e.id = u.id`,
+    // MikroORM inlines a JS array as a list, so each goes as an array literal; run ids are the
+    // outbox's own (hex, dashes, colons), quoted all the same.
+    [at, `{${ids.join(',')}}`, `{${ids.map((_, i) => (runs?.[i] ? `"${runs[i].replace(/["\\]/g, '\\$&')}"` : 'NULL')).join(',')}}`],
+    'run',
+    em.getTransactionContext(),
+  );
 }

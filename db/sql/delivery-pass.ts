@@ -165,7 +165,7 @@ export interface PassOutcomes {
  * deliveries their trigger adds) and message statuses commit together or not at all.
  */
 const RECORD_OUTCOMES: PreparedStatement = {
-  name: 'delivery_pass_outcomes_v3',
+  name: 'delivery_pass_outcomes_v4',
   text: `
 with rc as (
   update recipients r set state = u.state, attempts = r.attempts + u.tried, updated_at = $1
@@ -193,7 +193,9 @@ with rc as (
          sent_at = case when u.sent then coalesce(e.sent_at, $1) else e.sent_at end,
          retry_reason = u.retry_reason, retry_at = u.retry_at, last_reply = coalesce(u.last_reply, e.last_reply),
          deferrals = e.deferrals + (u.retry_reason is not null)::int,
-         claimed_by = case when u.retry_reason is null then e.claimed_by end
+         claimed_by = case when u.retry_reason is null then e.claimed_by end,
+         -- Answered: no longer waiting on the relay (db/sql/relay-refusals.ts).
+         relay_retry_at = null
     from unnest($11::uuid[], $12::text[], $13::boolean[], $14::text[], $15::timestamptz[], $16::text[])
          as u(id, status, sent, retry_reason, retry_at, last_reply)
    -- Back to queued only from sending: an engine's second try of a pass that deferred it cannot

@@ -153,6 +153,44 @@ describe('Activities: SendEmail against the real database', function () {
     assert.equal(mailer.sent[0].messageId, mailer.sent[1].messageId);
   });
 
+  it('the relay refusing for now: the message says when it goes again and why, and the outage is logged once, its end once', async () => {
+    const lines: { msg: string; errorId?: string; refusals?: number }[] = [];
+    const log = pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l)) });
+    const base = {
+      orm,
+      mailer,
+      clock: { now: () => new Date() },
+      dns: createDnsResolver(undefined),
+      secrets: createSecrets(randomBytes(32)),
+    };
+    const webhooks = createWebhookHttp({ allowHttp: true, allowPrivate: true, concurrencyPerEndpoint: 4 });
+    acts = createActivities({ ...base, log, webhooks, retryBaseSeconds: 30 });
+    const [a, b] = [await store(['a@example.com']), await store(['b@example.com'])];
+    for (const id of [a, b]) await acts.claimForDelivery(id);
+    mailer.next = () => {
+      throw new SmtpTransactionError('421 4.3.2 service not available', 421);
+    };
+    const before = Date.now();
+    await assert.rejects(acts.deliver(a), TransientDeliveryError);
+    await assert.rejects(acts.deliver(b), TransientDeliveryError);
+    await assert.rejects(acts.deliver(a), TransientDeliveryError);
+    const row = await orm.em.fork().findOneOrFail(Email, { id: a });
+    assert.equal(row.status, 'sending');
+    assert.equal(row.relayRefusals, 2);
+    assert.match(row.lastReply ?? '', /421 4\.3\.2 service not available/);
+    // The second refusal: the next attempt after twice the base.
+    const wait = row.relayRetryAt!.getTime() - before;
+    assert.ok(wait >= 60_000 && wait < 70_000, `${wait} ms`);
+    assert.equal(lines.filter((l) => l.errorId === 'relay_refusing').length, 1, 'once per outage, not per message or attempt');
+    mailer.next = null;
+    assert.deepEqual(await acts.deliver(a), { status: 'sent' });
+    assert.equal((await orm.em.fork().findOneOrFail(Email, { id: a })).relayRetryAt, null, 'answered: no longer waiting');
+    assert.deepEqual(await acts.deliver(b), { status: 'sent' });
+    const back = lines.filter((l) => l.msg === 'the SMTP relay accepts mail again');
+    assert.equal(back.length, 1);
+    assert.equal(back[0].refusals, 3);
+  });
+
   it('a 5xx for the whole transaction hard-bounces every recipient and suppresses them', async () => {
     const id = await store(['x@example.com', 'y@example.com']);
     await acts.claimForDelivery(id);

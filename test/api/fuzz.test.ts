@@ -29,6 +29,7 @@ interface Route {
 
 const ROUTES: Route[] = [
   { method: 'GET', path: '/health' },
+  { method: 'GET', path: '/ready' },
   { method: 'POST', path: '/api/v1/emails', body: true },
   { method: 'POST', path: '/api/v1/emails/batch', body: true },
   { method: 'GET', path: '/api/v1/emails/:email' },
@@ -553,7 +554,8 @@ describe('API fuzz: no 5xx and no writes for anything a client can send, on ever
       auth?: string | null,
     ) => {
       const before = await fingerprint();
-      const token = auth !== undefined ? auth : r.path === '/health' || r.path.startsWith('/inbox') ? null : `Bearer ${admin}`;
+      const token =
+        auth !== undefined ? auth : ['/health', '/ready'].includes(r.path) || r.path.startsWith('/inbox') ? null : `Bearer ${admin}`;
       const a = await send(base, r.method, p, token, raw, type);
       requests++;
       const where = `${r.method} ${p.slice(0, 120)} [${label}] → ${a.status} ${JSON.stringify(a.body).slice(0, 200)}`;

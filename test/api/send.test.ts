@@ -407,9 +407,11 @@ describe('API: POST /emails', function () {
     assert.equal(admin.body.id, t.orgId);
   });
 
-  it('answers /health with 200 once database and engine are up', async () => {
-    const res = await request(env.url, 'GET', '/health');
-    assert.equal(res.status, 200);
-    assert.equal(res.body.database, 'up');
+  it('answers /health and /ready with 200 once database and engine are up (the embedded engine is its own worker)', async () => {
+    for (const path of ['/health', '/ready']) {
+      const res = await request(env.url, 'GET', path);
+      assert.equal(res.status, 200, path);
+      assert.deepEqual(res.body, { status: 'ok', database: 'up', engine: 'embedded:up', workers: 'polling' }, path);
+    }
   });
 });

@@ -9,7 +9,11 @@ export interface OperatorLogin {
 }
 
 /** An operator made the way `svc operator create` makes one, with the password set through its one-time link. */
-export async function newOperator(env: TestEnv, organizationId: string | null, email?: string): Promise<OperatorLogin> {
+export async function newOperator(
+  env: Pick<TestEnv, 'service' | 'url'>,
+  organizationId: string | null,
+  email?: string,
+): Promise<OperatorLogin> {
   const address = email ?? `op-${randomBytes(5).toString('hex')}@example.com`;
   const created = await createOperator(env.service.db.orm, { email: address, organizationId }, env.url);
   const token = created.set_password_url.split('/').pop()!;

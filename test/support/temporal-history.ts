@@ -177,6 +177,18 @@ export class HistoryBuilder {
     return this;
   }
 
+  /** What the UI's "Request Cancellation" (or `temporal workflow cancel`) adds. */
+  cancelRequested(): this {
+    this.add('WorkflowExecutionCancelRequested', { identity: 'history-builder' });
+    return this;
+  }
+
+  /** The run ended canceled (its body unwound). */
+  canceled(): this {
+    this.add('WorkflowExecutionCanceled', { workflowTaskCompletedEventId: String(this.lastWftCompleted) });
+    return this;
+  }
+
   complete(result: unknown): this {
     this.add('WorkflowExecutionCompleted', {
       result: { payloads: [payload(result)] },

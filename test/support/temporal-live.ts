@@ -120,7 +120,8 @@ export async function startLiveStack(ctx: Mocha.Context, opts: LiveOptions): Pro
       domainVerifySweepSeconds: 1,
       ...(opts.sendRatePerSecond !== undefined ? { sendRatePerSecond: opts.sendRatePerSecond } : {}),
     });
-    const service = await startService(config, { log });
+    // Runs terminated in a test are found within a second, not after minutes.
+    const service = await startService(config, { log, strandedRuns: { intervalMs: 500, queuedGraceMs: 0, sendingGraceMs: 1_000 } });
     stops.push(() => service.stop());
 
     // `svc worker`'s own builder, with this configuration: the same DATA_DIR secrets key as the

@@ -106,4 +106,32 @@ describe('Temporal engine, live: SendBatch', function () {
     await new Promise((r) => setTimeout(r, 500));
     assert.equal((await email(id)).last_event, 'failed');
   });
+
+  it('the relay refusing for now: the message says it waits for a retry and why; its run terminated meanwhile, it is handed back and delivered once', async () => {
+    const to = `relay-down-${Date.now()}@example.com`;
+    s.sink.rules.set(to, { rcpt: 'tempfail', times: 2 });
+    const res = await s.call('POST', '/api/v1/emails', { body: { from: `batch@${s.domain}`, to, subject: 'Relay down', text: 'hi' } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const id = res.body.id as string;
+    const waiting = await waitFor(async () => {
+      const got = await email(id);
+      return got.waiting?.reason === 'relay_retry' ? got : undefined;
+    }, 'the message to say it waits on the relay');
+    assert.equal((await s.sql<{ status: string }>('select status from emails where id = ?', [id]))[0].status, 'sending');
+    assert.match(waiting.waiting.reply, /451|try later/);
+    assert.ok(Date.parse(waiting.waiting.until) > Date.parse(waiting.created_at), 'a time for the next attempt');
+    // An operator terminates the batch run in the Temporal UI while it waits out the backoff.
+    const [{ claimed_by: batchId }] = await s.sql<{ claimed_by: string }>('select claimed_by from emails where id = ?', [id]);
+    await s.client.workflow.getHandle(batchId).terminate('operator');
+    const sent = await settled(id, 'sent');
+    assert.equal(sent.waiting, null);
+    assert.equal(mailTo(to).length, 1, 'delivered once, by the run the outbox started after the hand-back');
+    const [row] = await s.sql<{ claimed_by: string; deferrals: number; relay_refusals: number }>(
+      'select claimed_by, deferrals, relay_refusals from emails where id = ?',
+      [id],
+    );
+    assert.notEqual(row.claimed_by, batchId);
+    assert.equal(row.deferrals, 1);
+    assert.ok(row.relay_refusals >= 1);
+  });
 });

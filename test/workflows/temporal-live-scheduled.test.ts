@@ -56,6 +56,34 @@ for (const windowHours of [0, 1]) {
       assert.equal(s.sink.received.filter((m) => m.envelopeTo.includes(to)).length, 0);
     });
 
+    it('canceled from the Temporal UI (a workflow cancellation, not the signal): the message is canceled, with its event, and never sent', async () => {
+      const to = `ui-cancel-${Date.now()}@example.com`;
+      const id = await send({ to, scheduled_at: at(3_600_000) });
+      await waitFor(async () => timersOf(await s.run(id, ['RUNNING'])).length === 1, 'the timer to start');
+      // What the UI's "Request Cancellation" button sends.
+      await s.client.workflow.getHandle(id).cancel();
+      const done = await s.run(id);
+      assert.deepEqual(done.result, { status: 'canceled' });
+      assert.deepEqual(activitiesOf(done), ['loadForSend', 'cancelForOperator', 'handBack'], 'canceled in PostgreSQL, never claimed');
+      assert.equal((await emailRow(id)).status, 'canceled');
+      const email = await s.call('GET', `/api/v1/emails/${id}`);
+      const types = email.body.events.map((e: { type: string }) => e.type);
+      assert.equal(types.at(-1), 'canceled', types.join());
+      await sleep(500);
+      assert.equal(s.sink.received.filter((m) => m.envelopeTo.includes(to)).length, 0);
+    });
+
+    it('its run terminated in the Temporal UI (no workflow code runs): the message goes back to the outbox and out once at its time', async () => {
+      const to = `terminated-${Date.now()}@example.com`;
+      const id = await send({ to, scheduled_at: at(6_000) });
+      await waitFor(async () => timersOf(await s.run(id, ['RUNNING'])).length === 1, 'the timer to start');
+      await s.client.workflow.getHandle(id).terminate('operator');
+      await waitFor(async () => s.sink.received.some((m) => m.envelopeTo.includes(to)), 'the mail at its time', 30_000);
+      await waitFor(async () => (await emailRow(id)).status === 'sent', 'sent');
+      await sleep(500);
+      assert.equal(s.sink.received.filter((m) => m.envelopeTo.includes(to)).length, 1, 'once');
+    });
+
     it('seconds ahead: the timer fires, the outbox takes it back, and it goes out once at its time', async () => {
       const to = `soon-${Date.now()}@example.com`;
       // Far enough past the 1 s lead that the outbox's once-a-second look finds it on a loaded machine.

@@ -79,6 +79,30 @@ describe('Temporal engine, live: the API and workers against a real Temporal ser
     assert.equal(s.sink.received.filter((m) => m.envelopeTo.includes(to)).length, 1);
   });
 
+  it('the relay refusing a SendEmail run: the message says why it waits; the run reset from the Temporal UI to its start, it is handed back and delivered once', async () => {
+    const to = `reset-${Date.now()}@example.com`;
+    s.sink.rules.set(to, { rcpt: 'tempfail', times: 2 });
+    const id = await send({ to });
+    const waiting = await waitFor(async () => {
+      const got = (await s.call('GET', `/api/v1/emails/${id}`)).body;
+      return got.waiting?.reason === 'relay_retry' ? got : undefined;
+    }, 'the message to say it waits on the relay');
+    assert.match(waiting.waiting.reply, /451|try later/);
+    // The UI's Reset to the first workflow task: the new run finds its message `sending` and ends there.
+    const { runId } = await s.client.workflow.getHandle(id).describe();
+    await s.client.workflowService.resetWorkflowExecution({
+      namespace: s.client.options.namespace,
+      workflowExecution: { workflowId: id, runId },
+      // int64 fields take a number as well as a Long (protobufjs).
+      workflowTaskFinishEventId: 4 as never,
+      reason: 'operator reset',
+      requestId: `reset-${id}`,
+    });
+    await settled(id, 'sent');
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(s.sink.received.filter((m) => m.envelopeTo.includes(to)).length, 1, 'delivered once');
+  });
+
   it('closes a sent message as unconfirmed by the operator signal', async () => {
     const id = await send({ to: `unconfirmed-${Date.now()}@example.com` });
     await settled(id, 'sent');

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import path from 'node:path';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
@@ -13,6 +14,7 @@ import { DOMAIN_VERIFICATION_WORKFLOW } from '../../workflows/domain-verificatio
 import { DKIM_ROTATION_WORKFLOW, DKIM_CANCEL_SIGNAL } from '../../workflows/dkim-rotation';
 import { DMARC_RAMP_WORKFLOW, DMARC_REQUEST_SIGNAL } from '../../workflows/dmarc-ramp';
 import { HistoryBuilder } from '../support/temporal-history';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { WEBHOOK_DELIVERY_WORKFLOW, WAKE_SIGNAL } from '../../workflows/webhook-delivery';
 import { WEBHOOK_FIRST_ATTEMPTS_WORKFLOW } from '../../workflows/webhook-first-attempts';
 import { TASK_QUEUE } from '../support/send-email-scenarios';
@@ -555,6 +557,57 @@ describe('Temporal engine: bundled workflows replayed through the real worker', 
       );
     });
   }
+
+  /**
+   * A scheduled message's run canceled from the Temporal UI while on its timer, as a run recorded
+   * before OPERATOR_CANCEL_PATCH ran it: the body unwound and the run ended canceled.
+   */
+  it('replays SendEmail canceled by an operator on its timer, as recorded before the cancellation was settled in PostgreSQL', async () => {
+    const HOUR = 3_600_000;
+    const input = {
+      emailId: EMAIL,
+      handBack: true,
+      confirmationWindowMs: 0,
+      transportRetryBaseSeconds: 30,
+      deliveryTaskQueue: DELIVERY_TASK_QUEUE,
+    };
+    const h = new HistoryBuilder(SEND_EMAIL_WORKFLOW, TASK_QUEUE, [input]).workflowTask();
+    const load = h.scheduleActivity('loadForSend', [EMAIL]);
+    h.advance(5)
+      .completeActivity(load, { status: 'queued', scheduledAtMs: h.now + 3 * 24 * HOUR })
+      .workflowTask();
+    const t = h.startTimer(3 * 24 * HOUR);
+    h.advance(60_000).cancelRequested().workflowTask().cancelTimer(t).canceled();
+    await Worker.runReplayHistory({ workflowBundle: bundle }, h.history(), 'operator-cancel-before-patch');
+  });
+
+  // Recorded by the live suite (temporal-live-scheduled.test.ts, "canceled from the Temporal UI"):
+  // the patch marker, cancelForOperator, the timer ended, handBack, completed `canceled`.
+  const recorded = (name: string) =>
+    historyFromJSON(JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'fixtures', 'temporal-histories', `${name}.json`), 'utf8')));
+  for (const name of ['send-email-operator-cancel', 'send-email-operator-cancel-window']) {
+    it(`replays a recorded history: ${name}`, async () => {
+      await Worker.runReplayHistory({ workflowBundle: bundle }, recorded(name), name);
+    });
+  }
+
+  it("fails with a determinism error on the recorded operator cancellation where the run skips the database's cancel", async () => {
+    const history = JSON.parse(
+      fs.readFileSync(path.join(__dirname, '..', 'fixtures', 'temporal-histories', 'send-email-operator-cancel.json'), 'utf8'),
+    );
+    const scheduled = history.events.find(
+      (e: { activityTaskScheduledEventAttributes?: { activityType: { name: string } } }) =>
+        e.activityTaskScheduledEventAttributes?.activityType.name === 'cancelForOperator',
+    );
+    scheduled.activityTaskScheduledEventAttributes.activityType.name = 'handBack';
+    await assert.rejects(
+      Worker.runReplayHistory({ workflowBundle: bundle }, historyFromJSON(history), 'operator-cancel-wrong'),
+      (err: unknown) => {
+        assert.ok(err instanceof DeterminismViolationError, `expected a DeterminismViolationError, got ${String(err)}`);
+        return true;
+      },
+    );
+  });
 
   it('has a replay case for every workflow in WORKFLOWS, each exported from the bundle entry under its name', () => {
     const replayed = new Set([

@@ -1,4 +1,14 @@
-import { proxyActivities, sleep, condition, defineSignal, setHandler, type ActivityOptions } from '@temporalio/workflow';
+import {
+  CancellationScope,
+  condition,
+  defineSignal,
+  log,
+  patched,
+  proxyActivities,
+  setHandler,
+  sleep,
+  type ActivityOptions,
+} from '@temporalio/workflow';
 import { retryPolicy, NON_RETRYABLE_ERROR_TYPES, type WorkflowContext } from '../context';
 import type { ActivityDef, WorkflowDef } from '../definition';
 
@@ -45,6 +55,20 @@ export function activityOptions(def: ActivityDef, binding: TemporalBinding): Act
 }
 
 /**
+ * Patch marking runs whose operator cancellation (the Temporal UI's "Request Cancellation", `temporal
+ * workflow cancel`) is settled by the definition's `onCancel` in PostgreSQL instead of unwinding the
+ * body: an unwound run left its message `queued` for good, with no run left to send or cancel it
+ * (issue 51). Runs whose history predates it replay as they ran.
+ */
+export const OPERATOR_CANCEL_PATCH = 'operator-cancel-settles';
+
+/** The context plus what the binding does with it: wake a wait as if its signal had come. */
+interface BoundContext<A> {
+  ctx: WorkflowContext<A>;
+  wake(signal: string): void;
+}
+
+/**
  * The engine-free WorkflowContext on Temporal: timers are `sleep`/`condition`, signals are
  * `defineSignal`/`setHandler` (registered before the body runs, so none is lost), activities go
  * through `proxyActivities` with the options of their definition.
@@ -54,13 +78,20 @@ export function temporalContext<A extends object>(
   signals: readonly string[],
   binding: TemporalBinding,
 ): WorkflowContext<A> {
+  return boundContext(defs, signals, binding).ctx;
+}
+
+function boundContext<A extends object>(
+  defs: Record<keyof A, ActivityDef>,
+  signals: readonly string[],
+  binding: TemporalBinding,
+): BoundContext<A> {
   // Signals count up and a wait consumes one, the same semantics as DBOS's recv on a topic.
   const pending = new Map<string, number>();
+  const wake = (name: string) => void pending.set(name, (pending.get(name) ?? 0) + 1);
   for (const name of signals) {
     pending.set(name, 0);
-    setHandler(defineSignal<[unknown?]>(name), () => {
-      pending.set(name, (pending.get(name) ?? 0) + 1);
-    });
+    setHandler(defineSignal<[unknown?]>(name), () => wake(name));
   }
   type Proxy = Record<string, (...args: unknown[]) => Promise<unknown>>;
   const activities = {} as Record<string, unknown>;
@@ -68,7 +99,7 @@ export function temporalContext<A extends object>(
     const proxy = proxyActivities<Proxy>(activityOptions(defs[name], binding));
     activities[name] = (...args: unknown[]) => proxy[name](...args);
   }
-  return {
+  const ctx: WorkflowContext<A> = {
     // Date.now() inside a Temporal workflow is the deterministic workflow-task time.
     now: async () => Date.now(),
     // The same time, synchronously: reading it records nothing, so histories stay as they were.
@@ -87,21 +118,39 @@ export function temporalContext<A extends object>(
     },
     activities: activities as A,
   };
+  return { ctx, wake: (name) => void (pending.has(name) && wake(name)) };
 }
 
 /**
  * A workflow definition as a Temporal workflow function: the engine settings come in its input
  * (TemporalBinding) and the body gets the rest. Export it from temporal/index.ts under the
  * definition's name, which is the workflow type.
+ *
+ * The body runs in a scope an operator's cancellation does not reach: the run's state lives in
+ * PostgreSQL, which unwinding the body would leave as it was. The definition's `onCancel` says
+ * what the cancellation means there (SendEmail: cancel the message if it is still `queued`) and
+ * which waits it ends; the body then goes on and reads the outcome from the database, as it does
+ * after the API's cancel. A definition without `onCancel` runs on: the cancellation is logged and
+ * its state is changed through the API.
  */
 export function temporalWorkflow<I extends object, R, A extends object>(
   def: WorkflowDef<I, R, A>,
 ): (input: I & TemporalBinding) => Promise<R> {
   return async (input) => {
     const { transportRetryBaseSeconds, deliveryTaskQueue, ...rest } = input;
-    return def.body(
-      temporalContext<A>(def.activities, def.signals, { transportRetryBaseSeconds, deliveryTaskQueue }),
-      rest as unknown as I,
-    );
+    const bound = boundContext<A>(def.activities, def.signals, { transportRetryBaseSeconds, deliveryTaskQueue });
+    const root = CancellationScope.current();
+    return CancellationScope.nonCancellable(async () => {
+      const body = new CancellationScope();
+      root.cancelRequested.catch(() => {
+        // Recorded before the patch: the run was unwound, and replays so.
+        if (!patched(OPERATOR_CANCEL_PATCH)) return body.cancel();
+        if (!def.onCancel) return log.warn('cancellation requested: this workflow runs on; its state changes through the API');
+        CancellationScope.nonCancellable(async () => {
+          for (const signal of await def.onCancel!(bound.ctx, rest as unknown as I)) bound.wake(signal);
+        }).catch((err: unknown) => log.error('cancellation could not be settled; the run goes on', { error: String(err) }));
+      });
+      return body.run(() => def.body(bound.ctx, rest as unknown as I));
+    });
   };
 }

@@ -69,6 +69,7 @@ describe('Workflow body: AutomationRun', () => {
         ),
         updateContactStep: async (runId, path) => (calls.push(`updateContactStep:${path}`), on.updateContactStep?.(runId, path) ?? GO),
         finishRun: async (_runId, status, reason) => void calls.push(`finishRun:${status}:${reason}`),
+        cancelRunForOperator: async () => (calls.push('cancelRunForOperator'), true),
       },
     };
     const input = opts.resumeAfter === undefined ? { runId: 'r1' } : { runId: 'r1', segment: 1 };

@@ -70,6 +70,7 @@ describe('Workflow body: BroadcastFanOut', () => {
           return { next: end, done: end >= db.recipients, stopped: null };
         },
         finishFanOut: async () => void calls.push('finishFanOut'),
+        cancelBroadcastForOperator: async () => (calls.push('cancelBroadcastForOperator'), true),
       },
     };
     return { ctx, db, calls, sleeps };

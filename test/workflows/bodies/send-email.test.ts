@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import {
   sendEmailWorkflow,
+  sendEmailOnCancel,
+  sendEmail,
   CANCEL_SIGNAL,
   CLOSE_UNCONFIRMED_SIGNAL,
   ADMITTED_SIGNAL,
@@ -21,6 +23,8 @@ function harness(opts: {
   signals?: Record<string, number>;
   /** What each handBack answers, in turn (default `queued`). */
   handBacks?: string[];
+  /** What an operator's cancellation finds in the database (default: canceled). */
+  operatorCancel?: { canceled: boolean; status: string | null };
 }) {
   let clock = 1_000;
   const calls: string[] = [];
@@ -32,6 +36,7 @@ function harness(opts: {
     deliver: async () => (calls.push('deliver'), opts.deliver ? opts.deliver() : { status: 'sent' }),
     failDelivery: async (_id, detail) => (calls.push(`failDelivery:${detail}`), { status: 'failed' }),
     closeUnconfirmed: async () => (calls.push('closeUnconfirmed'), { status: 'unconfirmed' }),
+    cancelForOperator: async () => (calls.push('cancelForOperator'), opts.operatorCancel ?? { canceled: true, status: 'canceled' }),
   };
   const ctx: WorkflowContext<SendEmailActivities> = {
     now: async () => clock,
@@ -155,5 +160,18 @@ describe('Workflow body: SendEmail', () => {
     });
     assert.deepEqual(await sendEmailWorkflow(h.ctx, { emailId: 'e1' }), { status: 'failed' });
     assert.equal(h.calls.at(-1), 'failDelivery:SMTP 421 error: try later');
+  });
+
+  it("an operator's cancellation cancels a queued message and ends its timer and admission waits; one the database keeps ends none", async () => {
+    const h = harness({ load: { status: 'queued', scheduledAtMs: 50_000 }, claims: [] });
+    assert.deepEqual(await sendEmailOnCancel(h.ctx, { emailId: 'e1', handBack: true }), [CANCEL_SIGNAL, ADMITTED_SIGNAL]);
+    assert.deepEqual(h.calls, ['cancelForOperator']);
+    const kept = harness({
+      load: { status: 'queued', scheduledAtMs: null },
+      claims: [],
+      operatorCancel: { canceled: false, status: 'sending' },
+    });
+    assert.deepEqual(await sendEmailOnCancel(kept.ctx, { emailId: 'e1' }), []);
+    assert.equal(sendEmail.onCancel, sendEmailOnCancel);
   });
 });
