@@ -3,7 +3,8 @@ import type { Logger } from 'pino';
 import type { Activities } from '../activities';
 import { isNonRetryable } from '../activities/errors';
 import { retryPolicy, type WorkflowContext } from '../workflows/context';
-import { QUEUES, type ActivityDef, type QueueName } from '../workflows/definition';
+import { QUEUES, type ActivityDef, type AnyWorkflowDef, type QueueName } from '../workflows/definition';
+import { assertDeclared, splitPatches, withPatches } from '../workflows/versioning';
 import { WORKFLOWS } from '../workflows';
 import type { Stream } from '../db/entities';
 import type { Engine } from './engine';
@@ -59,7 +60,12 @@ export function stepOptions(def: ActivityDef, retryBaseSeconds: number): StepCon
 }
 
 /** The context one workflow gets: only its own activities (those its definition lists), as DBOS steps. */
-function dbosContext<A extends object>(activities: A, defs: Record<keyof A, ActivityDef>, retryBaseSeconds: number): WorkflowContext<A> {
+function dbosContext<A extends object>(
+  activities: A,
+  defs: Record<keyof A, ActivityDef>,
+  retryBaseSeconds: number,
+  versions: { def: AnyWorkflowDef; patches: ReadonlySet<string> },
+): WorkflowContext<A> {
   const proxy = {} as Record<string, unknown>;
   for (const name of Object.keys(defs) as (keyof A & string)[]) {
     proxy[name] = (...args: unknown[]) =>
@@ -75,6 +81,9 @@ function dbosContext<A extends object>(activities: A, defs: Record<keyof A, Acti
       if (epochMs > now) await DBOS.sleep(epochMs - now);
     },
     waitForSignal: async (name, deadlineEpochMs) => (await DBOS.recv(name, { deadlineEpochMS: deadlineEpochMs })) !== null,
+    // A recovered run re-executes from its start: it keeps the path it started on, all the way.
+    patched: (id) => (assertDeclared(versions.def, id), versions.patches.has(id)),
+    deprecatePatch: (id) => assertDeclared(versions.def, id),
     activities: proxy as A,
   };
 }
@@ -88,9 +97,10 @@ export async function startDbosEngine(opts: DbosEngineOptions): Promise<Engine> 
   for (const def of WORKFLOWS) {
     if (registered.has(def.name)) continue;
     const run = DBOS.registerWorkflow(
-      async (input: unknown) => {
+      async (given: unknown) => {
         if (!current) throw new Error('embedded engine not started');
-        return def.body(dbosContext(current.activities, def.activities, current.retryBaseSeconds), input);
+        const { patches, input } = splitPatches(given);
+        return def.body(dbosContext(current.activities, def.activities, current.retryBaseSeconds, { def, patches }), input);
       },
       { name: def.name },
     );
@@ -125,10 +135,12 @@ export async function startDbosEngine(opts: DbosEngineOptions): Promise<Engine> 
   const engine: Engine = {
     name: 'embedded',
     waitsScheduled: false,
-    async start(def, workflowId, input, startOpts = {}) {
+    async start(def, workflowId, given, startOpts = {}) {
+      // The patches this code knows go with the run, for its body to ask after a restart.
+      const input = withPatches(def, given);
       if (startOpts.signal) {
         const { signal, ...rest } = startOpts;
-        await engine.start(def, workflowId, input, rest);
+        await engine.start(def, workflowId, given, rest);
         await engine.signal(workflowId, signal);
         return;
       }

@@ -17,6 +17,13 @@ export interface WorkflowContext<A> {
    * reads its own clock, as before. A body must never branch on it.
    */
   activityTime?(): number;
+  /**
+   * Versioning: whether this run takes the path a body change added under patch `id` (read it
+   * through workflows/versioning.ts). Absent in in-memory test contexts, where every run is new.
+   */
+  patched?(id: string): boolean;
+  /** The old path of patch `id` is gone (workflows/versioning.ts). */
+  deprecatePatch?(id: string): void;
   /** Durable timer. */
   sleepUntil(epochMs: number): Promise<void>;
   /** Waits for a named signal until a deadline; true when the signal arrived first. */

@@ -45,6 +45,8 @@ export interface WorkflowDef<I = never, R = unknown, A extends object = object> 
   activities: Record<keyof A, ActivityDef>;
   signals: readonly string[];
   queue: QueueName | null;
+  /** The version patches the body asks about (workflows/versioning.ts); none: the body never changed under runs in flight. */
+  patches?: readonly string[];
   /**
    * What an operator's cancellation of a run in the engine's own tools (the Temporal UI) means:
    * settles it in the database (one activity, as the API's cancel would) and answers the signals

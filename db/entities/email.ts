@@ -94,6 +94,8 @@ export class Email {
   sentAt: Date | null = null;
   /** The workflow that claimed it for delivery (db/sql/claim-delivery.ts). */
   claimedBy: string | null = null;
+  /** The workflow id of the run the outbox started it on (worker/stranded-runs.ts). */
+  startedRun: string | null = null;
   createdAt!: Date;
   updatedAt!: Date;
 }
@@ -143,6 +145,7 @@ export const EmailSchema = new EntitySchema<Email>({
     relayRetryAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
     sentAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
     claimedBy: { type: 'text', nullable: true },
+    startedRun: { type: 'text', nullable: true },
     createdAt: { type: 'Date', columnType: 'timestamptz' },
     updatedAt: { type: 'Date', columnType: 'timestamptz' },
   },

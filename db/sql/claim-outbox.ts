@@ -65,13 +65,13 @@ export async function outboxHasDue(em: EntityManager, q: { mode: KeyMode; stream
 
 /**
  * Marks started messages: they leave the outbox. `runs` (same order as `ids`): the workflow id of
- * each one's run, written where the run's claim will write it (claimed_by), so a run an operator
- * terminates before it claimed its messages can be told from one still coming (worker/stranded-runs.ts).
+ * each one's run (started_run), so a run an operator terminates before it claimed its messages can
+ * be told from one still coming (worker/stranded-runs.ts).
  */
 export async function markEnqueued(em: EntityManager, ids: string[], at: Date, runs?: string[]): Promise<void> {
   if (ids.length === 0) return;
   await em.getConnection().execute(
-    `update emails e set enqueued_at = ?, claimed_by = coalesce(u.run, e.claimed_by)
+    `update emails e set enqueued_at = ?, started_run = coalesce(u.run, e.started_run)
          from unnest(?::uuid[], ?::text[]) as u(id, run) where e.id = u.id`,
     // MikroORM inlines a JS array as a list, so each goes as an array literal; run ids are the
     // outbox's own (hex, dashes, colons), quoted all the same.

@@ -11,9 +11,9 @@ export interface OpenRunRow {
 }
 
 const OPEN_RUNS: PreparedStatement = {
-  name: 'open_runs_page_v1',
+  name: 'open_runs_page_v2',
   text: `
-select id, status, coalesce(claimed_by, id::text) as run, updated_at from emails
+select id, status, coalesce(claimed_by, started_run, id::text) as run, updated_at from emails
  where status in ('queued', 'sending') and enqueued_at is not null
    and (updated_at, id) > ($1::timestamptz, $2::uuid)
    and updated_at < $3::timestamptz
@@ -27,8 +27,8 @@ select id, status, coalesce(claimed_by, id::text) as run, updated_at from emails
  * A page of messages a run holds (emails_open_runs_idx), after `after`, untouched since
  * `queuedBefore` (`sendingBefore` for one `sending`: an attempt of a terminated run can still be
  * finishing for as long as an attempt may take). Messages waiting in their row (a cap, a direct
- * retry) are no run's. `run` is the run's workflow id: the owner its claim wrote, else the one the
- * outbox recorded, else the email id (a SendEmail run).
+ * retry) are no run's. `run` is the run's workflow id: the owner its claim wrote (claimed_by), else
+ * the run the outbox started it on (started_run), else the email id (a SendEmail run).
  */
 export async function openRunsPage(
   orm: Orm,
@@ -38,12 +38,12 @@ export async function openRunsPage(
 }
 
 const HAND_BACK: PreparedStatement = {
-  name: 'hand_back_stranded_v1',
+  name: 'hand_back_stranded_v2',
   text: `
-update emails e set status = 'queued', enqueued_at = null, claimed_by = null, deferrals = e.deferrals + 1,
+update emails e set status = 'queued', enqueued_at = null, claimed_by = null, started_run = null, deferrals = e.deferrals + 1,
        handed_back_at = coalesce(e.handed_back_at, $3::timestamptz), relay_retry_at = null, updated_at = $3::timestamptz
  where e.id = any($1::uuid[]) and e.status in ('queued', 'sending') and e.enqueued_at is not null
-   and e.retry_reason is null and e.waiting_reason is null and coalesce(e.claimed_by, e.id::text) = $2
+   and e.retry_reason is null and e.waiting_reason is null and coalesce(e.claimed_by, e.started_run, e.id::text) = $2
 returning e.id`,
 };
 

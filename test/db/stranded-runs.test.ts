@@ -23,7 +23,7 @@ describe('db/sql/stranded-runs, relay-refusals and the operator cancel: what a r
     (
       await sql(
         orm,
-        'select status, enqueued_at, claimed_by, deferrals, handed_back_at, relay_refusals, relay_retry_at, last_reply from emails where id = $1',
+        'select status, enqueued_at, claimed_by, started_run, deferrals, handed_back_at, relay_refusals, relay_retry_at, last_reply from emails where id = $1',
         [id],
       )
     )[0];
@@ -38,18 +38,19 @@ describe('db/sql/stranded-runs, relay-refusals and the operator cancel: what a r
 
   it('markEnqueued records the run the outbox gave each message; a run id left out keeps what was there', async () => {
     const a = await insertEmail(orm, owner);
-    const b = await insertEmail(orm, owner, { claimed_by: 'earlier' });
+    const b = await insertEmail(orm, owner, { started_run: 'earlier' });
     const c = await insertEmail(orm, owner);
     await orm.em.fork().transactional((em) => markEnqueued(em, [a.id as string, b.id as string], t(0), ['send-batch-x"1', '']));
     await orm.em.fork().transactional((em) => markEnqueued(em, [c.id as string], t(0)));
-    assert.equal((await row(a.id as string)).claimed_by, 'send-batch-x"1');
-    assert.equal((await row(b.id as string)).claimed_by, 'earlier');
-    assert.equal((await row(c.id as string)).claimed_by, null);
+    assert.equal((await row(a.id as string)).started_run, 'send-batch-x"1');
+    assert.equal((await row(a.id as string)).claimed_by, null, 'not claimed: the run has not claimed it yet');
+    assert.equal((await row(b.id as string)).started_run, 'earlier');
+    assert.equal((await row(c.id as string)).started_run, null);
     assert.notEqual((await row(c.id as string)).enqueued_at, null);
   });
 
   it('pages the messages a run holds, oldest change first, each with its run; not those waiting in their row, not started, or too recent', async () => {
-    const held = await insertEmail(orm, owner, { enqueued_at: t(-600), updated_at: t(-600), claimed_by: 'send-batch-a' });
+    const held = await insertEmail(orm, owner, { enqueued_at: t(-600), updated_at: t(-600), started_run: 'send-batch-a' });
     const timer = await insertEmail(orm, owner, { enqueued_at: t(-500), updated_at: t(-500) });
     const sending = await insertEmail(orm, owner, {
       status: 'sending',
@@ -85,7 +86,7 @@ describe('db/sql/stranded-runs, relay-refusals and the operator cancel: what a r
   });
 
   it('hands back only what the ended run still holds: queued again, out of the timer claim, one deferral more, recipients as they were', async () => {
-    const queued = await insertEmail(orm, owner, { enqueued_at: t(-600), claimed_by: 'send-batch-b' });
+    const queued = await insertEmail(orm, owner, { enqueued_at: t(-600), started_run: 'send-batch-b' });
     const sending = await insertEmail(orm, owner, {
       status: 'sending',
       enqueued_at: t(-600),
@@ -101,6 +102,7 @@ describe('db/sql/stranded-runs, relay-refusals and the operator cancel: what a r
     assert.equal(s.status, 'queued');
     assert.equal(s.enqueued_at, null);
     assert.equal(s.claimed_by, null);
+    assert.equal(s.started_run, null);
     assert.equal(s.deferrals, 1);
     assert.notEqual(s.handed_back_at, null);
     assert.equal(s.relay_retry_at, null);

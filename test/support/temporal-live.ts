@@ -16,6 +16,7 @@ import { request, type RequestOptions } from './http';
 import { testConfig } from './service';
 import { liveTemporal, type DevServer } from './temporal-server';
 import { waitFor } from './wait';
+import { recordHistory } from './history-corpus';
 
 export interface LiveOptions {
   /** Names the database and the task queue (so the Temporal UI tells the suites apart). */
@@ -178,6 +179,7 @@ export async function startLiveStack(ctx: Mocha.Context, opts: LiveOptions): Pro
           200,
         );
         const history = await handle.fetchHistory();
+        recordHistory(history, described.type, described.status.name);
         const events = (history.events ?? []).map((e) => {
           const type = String(EventType[e.eventType ?? 0]).replace(/^EVENT_TYPE_/, '');
           const timeout = e.timerStartedEventAttributes?.startToFireTimeout;

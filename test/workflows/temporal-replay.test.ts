@@ -15,6 +15,7 @@ import { DKIM_ROTATION_WORKFLOW, DKIM_CANCEL_SIGNAL } from '../../workflows/dkim
 import { DMARC_RAMP_WORKFLOW, DMARC_REQUEST_SIGNAL } from '../../workflows/dmarc-ramp';
 import { HistoryBuilder } from '../support/temporal-history';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
+import { corpusFiles, CORPUS_DIR } from '../support/history-corpus';
 import { WEBHOOK_DELIVERY_WORKFLOW, WAKE_SIGNAL } from '../../workflows/webhook-delivery';
 import { WEBHOOK_FIRST_ATTEMPTS_WORKFLOW } from '../../workflows/webhook-first-attempts';
 import { TASK_QUEUE } from '../support/send-email-scenarios';
@@ -607,6 +608,17 @@ describe('Temporal engine: bundled workflows replayed through the real worker', 
         return true;
       },
     );
+  });
+
+  // The corpus (test/support/history-corpus.ts): every history recorded from a release, replayed
+  // with today's bundle. One that no longer replays is a body changed without a version patch.
+  describe('the history corpus', () => {
+    for (const file of corpusFiles()) {
+      const name = path.relative(CORPUS_DIR, file);
+      it(`replays ${name}`, async () => {
+        await Worker.runReplayHistory({ workflowBundle: bundle }, historyFromJSON(JSON.parse(fs.readFileSync(file, 'utf8'))), name);
+      });
+    }
   });
 
   it('has a replay case for every workflow in WORKFLOWS, each exported from the bundle entry under its name', () => {

@@ -43,6 +43,7 @@ import { SmtpSink } from '../support/sink';
 import { TestDns } from '../support/dns';
 import { WebhookReceiver } from '../support/webhook-receiver';
 import { skipBecause } from '../support/skips';
+import { recordHistory } from '../support/history-corpus';
 import { waitFor } from '../support/wait';
 
 /**
@@ -169,12 +170,26 @@ describe('Temporal engine, time-skipping: the real schedules in seconds', functi
   }
 
   type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
-  const history = async (workflowId: string): Promise<HistoryEvent[]> =>
-    (await env.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+  const history = async (workflowId: string): Promise<HistoryEvent[]> => {
+    const handle = env.client.workflow.getHandle(workflowId);
+    const [h, d] = await Promise.all([handle.fetchHistory(), handle.describe()]);
+    recordHistory(h, d.type, d.status.name);
+    return h.events ?? [];
+  };
   const at = (e: HistoryEvent) => tsToMs(e.eventTime);
-  /** When each activity of that type was scheduled, in workflow time. */
+  /**
+   * When each activity of that type was decided, in workflow time: the start of the workflow task
+   * that scheduled it, which is what the body's `ctx.now()` read there. The scheduled event itself
+   * is stamped when that task completed, a few milliseconds later (measured: a gap of 119,998 ms
+   * between two checks the body spaced 120,000 ms apart).
+   */
   const scheduled = (events: HistoryEvent[], activity: string) =>
-    events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === activity).map(at);
+    events.flatMap((e, i) => {
+      if (e.activityTaskScheduledEventAttributes?.activityType?.name !== activity) return [];
+      let j = i;
+      while (j > 0 && !events[j].workflowTaskStartedEventAttributes) j--;
+      return [at(events[j])];
+    });
   /** The durations of the workflow's timers, in order. */
   const timers = (events: HistoryEvent[]) =>
     events.filter((e) => e.timerStartedEventAttributes).map((e) => tsToMs(e.timerStartedEventAttributes!.startToFireTimeout));

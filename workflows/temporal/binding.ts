@@ -2,6 +2,7 @@ import {
   CancellationScope,
   condition,
   defineSignal,
+  deprecatePatch,
   log,
   patched,
   proxyActivities,
@@ -11,6 +12,7 @@ import {
 } from '@temporalio/workflow';
 import { retryPolicy, NON_RETRYABLE_ERROR_TYPES, type WorkflowContext } from '../context';
 import type { ActivityDef, WorkflowDef } from '../definition';
+import { assertDeclared } from '../versioning';
 
 /**
  * Engine settings a Temporal run carries in its input, because workflow code cannot read the
@@ -85,6 +87,7 @@ function boundContext<A extends object>(
   defs: Record<keyof A, ActivityDef>,
   signals: readonly string[],
   binding: TemporalBinding,
+  def?: Pick<WorkflowDef, 'name' | 'patches'>,
 ): BoundContext<A> {
   // Signals count up and a wait consumes one, the same semantics as DBOS's recv on a topic.
   const pending = new Map<string, number>();
@@ -116,6 +119,9 @@ function boundContext<A extends object>(
       if (arrived) pending.set(name, pending.get(name)! - 1);
       return arrived;
     },
+    // Temporal's own versioning: a marker in the history where a run first took the new path.
+    patched: (id) => (def && assertDeclared(def, id), patched(id)),
+    deprecatePatch: (id) => (def && assertDeclared(def, id), deprecatePatch(id)),
     activities: activities as A,
   };
   return { ctx, wake: (name) => void (pending.has(name) && wake(name)) };
@@ -138,7 +144,7 @@ export function temporalWorkflow<I extends object, R, A extends object>(
 ): (input: I & TemporalBinding) => Promise<R> {
   return async (input) => {
     const { transportRetryBaseSeconds, deliveryTaskQueue, ...rest } = input;
-    const bound = boundContext<A>(def.activities, def.signals, { transportRetryBaseSeconds, deliveryTaskQueue });
+    const bound = boundContext<A>(def.activities, def.signals, { transportRetryBaseSeconds, deliveryTaskQueue }, def);
     const root = CancellationScope.current();
     return CancellationScope.nonCancellable(async () => {
       const body = new CancellationScope();
