@@ -14,9 +14,11 @@ export interface CpuUse {
   bench: number;
   /** The embedded PostgreSQL's processes (null with DATABASE_URL). */
   postgres: number | null;
-  /** The Temporal dev server and the `svc worker` processes (0 on the embedded engine). */
+  /** The Temporal server's processes (the dev server; a cluster's services and its PostgreSQL) and the `svc worker` processes (0 on the embedded engine). */
   server: number;
   workers: number;
+  /** The server's share by process (a cluster: frontend, history, matching, worker, postgres). */
+  serverParts: Record<string, number>;
 }
 
 export interface CpuSnapshot {
@@ -25,12 +27,13 @@ export interface CpuSnapshot {
   postgres: number | null;
   server: number;
   workers: number;
+  serverParts: Record<string, number>;
 }
 
 /** CPU seconds of the processes the phase runs on, read from /proc (Linux; elsewhere only this process's). */
 export class CpuMeter {
   /** Set once the Temporal processes run. */
-  temporal: { server: number; workers: number[] } | null = null;
+  temporal: { servers: Record<string, number>; workers: number[] } | null = null;
 
   constructor(private readonly dataDir: string) {}
 
@@ -43,7 +46,8 @@ export class CpuMeter {
       at: performance.now(),
       bench: (u.user + u.system) / 1e6,
       postgres: pg === null || !table ? null : tree(pg),
-      server: this.temporal ? tree(this.temporal.server) : 0,
+      server: this.temporal ? Object.values(this.temporal.servers).reduce((s, pid) => s + tree(pid), 0) : 0,
+      serverParts: Object.fromEntries(Object.entries(this.temporal?.servers ?? {}).map(([name, pid]) => [name, tree(pid)])),
       workers: this.temporal ? this.temporal.workers.reduce((s, pid) => s + tree(pid), 0) : 0,
     };
   }
@@ -56,6 +60,7 @@ export class CpuMeter {
       postgres: a.postgres === null || b.postgres === null ? null : b.postgres - a.postgres,
       server: b.server - a.server,
       workers: b.workers - a.workers,
+      serverParts: Object.fromEntries(Object.entries(b.serverParts).map(([name, s]) => [name, s - (a.serverParts[name] ?? 0)])),
     };
   }
 

@@ -7,7 +7,12 @@
 import type { Logger } from 'pino';
 import { readConfig, type Config } from '../server/config';
 import type { Service } from '../server/service';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { temporalToolPath } from '../tools/temporal-tools';
+import { DevServer } from '../tools/dev-server';
+import { TemporalCluster, clusterToolsInstalled } from '../tools/temporal-cluster';
 import { benchDrain, smtpCeiling, type DrainResult } from './drain';
 import { countingSink } from './sink';
 import { CpuMeter, type CpuSnapshot, type CpuUse } from './temporal-cpu';
@@ -46,6 +51,8 @@ export type TemporalBenchResult =
       temporal: EngineFigures;
       /** Seconds from nothing to workers polling: dev server up, API connected, workers' bundles built. */
       startSeconds: number;
+      /** The same on the cluster on PostgreSQL (tools/temporal-cluster.ts); null when it is not built. */
+      cluster: (EngineFigures & { startSeconds: number }) | null;
     };
 
 export type StartBenchService = (
@@ -88,45 +95,8 @@ export async function benchTemporal(opts: {
       await embeddedService.stop();
     }
 
-    log.info({ workers: WORKERS, workerConcurrency: WORKER_CONCURRENCY }, 'temporal: dev server, API with ENGINE=temporal, svc worker');
-    const t0 = performance.now();
-    const server = await startDevServer();
-    const stops: (() => Promise<unknown>)[] = [() => server.stop()];
-    let temporal: EngineFigures;
-    let startSeconds: number;
-    try {
-      const taskQueue = `bench-${Date.now()}`;
-      const env = { ENGINE: 'temporal', TEMPORAL_ADDRESS: server.address, TEMPORAL_TASK_QUEUE: taskQueue, CONFIRMATION_WINDOW_HOURS: '0' };
-      const service = await opts.startService('bench_service_engine_temporal', {
-        smtpPort: sink.port,
-        sendRatePerSecond: LIFTED_RATE,
-        config: { engine: 'temporal', temporal: readConfig(env).temporal },
-      });
-      stops.push(() => service.stop());
-      const workers = Array.from({ length: WORKERS }, () =>
-        startWorker({
-          ...env,
-          DATABASE_URL: service.db.url,
-          SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
-          SEND_RATE_PER_SECOND: String(LIFTED_RATE),
-          WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),
-          DATA_DIR: dataDir,
-          LOG_LEVEL: 'warn',
-        }),
-      );
-      stops.push(async () => Promise.all(workers.map((w) => w.stop())));
-      await waitForPollers(server.address, taskQueue, workers);
-      startSeconds = (performance.now() - t0) / 1000;
-      log.info({ startSeconds }, 'temporal: workers polling');
-      cpu.temporal = { server: server.pid!, workers: workers.map((w) => w.pid) };
-      temporal = await measure(service, sink, cpu, opts);
-    } catch (err) {
-      log.error({ server: server.output().slice(-2000) }, 'temporal: the dev server said');
-      throw err;
-    } finally {
-      for (const stop of stops.reverse()) await stop().catch((err) => log.warn({ err }, 'temporal: stopping'));
-    }
-
+    const dev = await onTemporal('dev', sink, cpu, opts);
+    const cluster = clusterToolsInstalled() ? await onTemporal('cluster', sink, cpu, opts) : null;
     const ceilingAfter = await smtpCeiling(sink.port, messages, connections);
     return {
       skipped: null,
@@ -138,11 +108,72 @@ export async function benchTemporal(opts: {
       ceilingAfter,
       ceilingPerSecond: (ceilingBefore + ceilingAfter) / 2,
       embedded,
-      temporal,
-      startSeconds,
+      temporal: dev.figures,
+      startSeconds: dev.startSeconds,
+      cluster: cluster && { ...cluster.figures, startSeconds: cluster.startSeconds },
     };
   } finally {
     await sink.close();
+  }
+}
+
+/**
+ * The drains and runs on Temporal: `dev`, the dev server (one process, SQLite); `cluster`, the
+ * cluster on PostgreSQL as production runs it (four service processes and their PostgreSQL, all
+ * counted as the server's CPU). The same API service, `svc worker` processes and sink either way.
+ */
+async function onTemporal(
+  kind: 'dev' | 'cluster',
+  sink: Awaited<ReturnType<typeof countingSink>>,
+  cpu: CpuMeter,
+  opts: Parameters<typeof benchTemporal>[0],
+): Promise<{ figures: EngineFigures; startSeconds: number }> {
+  const { log, dataDir } = opts;
+  log.info({ kind, workers: WORKERS, workerConcurrency: WORKER_CONCURRENCY }, 'temporal: server, API with ENGINE=temporal, svc worker');
+  const t0 = performance.now();
+  const clusterDir = kind === 'cluster' ? fs.mkdtempSync(path.join(os.tmpdir(), 'bench-temporal-cluster-')) : '';
+  const server = kind === 'dev' ? await startDevServer() : await TemporalCluster.start({ dir: clusterDir });
+  const stops: (() => Promise<unknown>)[] = [
+    async () => {
+      await server.stop();
+      if (clusterDir) fs.rmSync(clusterDir, { recursive: true, force: true });
+    },
+  ];
+  try {
+    const taskQueue = `bench-${kind}-${Date.now()}`;
+    const env = { ENGINE: 'temporal', TEMPORAL_ADDRESS: server.address, TEMPORAL_TASK_QUEUE: taskQueue, CONFIRMATION_WINDOW_HOURS: '0' };
+    const service = await opts.startService(`bench_service_engine_temporal_${kind}`, {
+      smtpPort: sink.port,
+      sendRatePerSecond: LIFTED_RATE,
+      config: { engine: 'temporal', temporal: readConfig(env).temporal },
+    });
+    stops.push(() => service.stop());
+    const workers = Array.from({ length: WORKERS }, () =>
+      startWorker({
+        ...env,
+        DATABASE_URL: service.db.url,
+        SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
+        SEND_RATE_PER_SECOND: String(LIFTED_RATE),
+        WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),
+        DATA_DIR: dataDir,
+        LOG_LEVEL: 'warn',
+      }),
+    );
+    stops.push(async () => Promise.all(workers.map((w) => w.stop())));
+    await waitForPollers(server.address, taskQueue, workers);
+    const startSeconds = (performance.now() - t0) / 1000;
+    log.info({ kind, startSeconds }, 'temporal: workers polling');
+    const pg = server instanceof TemporalCluster ? server.postgresPid() : undefined;
+    const servers: Record<string, number> =
+      server instanceof TemporalCluster ? { ...server.pids(), ...(pg ? { postgres: pg } : {}) } : { server: server.pid! };
+    cpu.temporal = { servers, workers: workers.map((w) => w.pid) };
+    return { figures: await measure(service, sink, cpu, opts), startSeconds };
+  } catch (err) {
+    if (server instanceof DevServer) log.error({ server: server.output().slice(-2000) }, 'temporal: the dev server said');
+    throw err;
+  } finally {
+    for (const stop of stops.reverse()) await stop().catch((err) => log.warn({ err }, 'temporal: stopping'));
+    cpu.temporal = null;
   }
 }
 

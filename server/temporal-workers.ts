@@ -28,6 +28,8 @@ export async function startTemporalWorkers(
   log: Logger,
   /** The API's port, for the public links the worker makes (unsubscribe, tracking): config.port by default. */
   apiPort = config.port,
+  /** Another release's workflow code (the upgrade test); this one's by default. */
+  workflowsPath?: string,
 ): Promise<TemporalWorkers> {
   const parts = new Parts(log);
   try {
@@ -53,6 +55,7 @@ export async function startTemporalWorkers(
       sendRatePerSecond: config.sendRatePerSecond,
       concurrency: config.workerConcurrency,
       log,
+      workflowsPath,
     });
     const running = await parts.add('temporal workers', starting, (r) => r.stop());
     return { done: running.done, stop: () => parts.stop() };

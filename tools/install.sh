@@ -2,6 +2,10 @@
 # Installs Temporal's own tools into .tools/ from the package registries (never a release site):
 #   .tools/bin/temporal               the Temporal CLI (`temporal server start-dev`: dev server + Web UI),
 #                                     built from the Go module proxy with `go install`;
+#   .tools/bin/temporal-server        the Temporal server (frontend, history, matching and worker
+#                                     services, one per process in `svc temporal cluster`), with
+#   .tools/bin/temporal-sql-tool      its schema tool and
+#   .tools/bin/temporal-ui-server     the Temporal UI's server, each built the same way;
 #   .tools/bin/temporal-test-server   a wrapper starting the Java time-skipping test server on 127.0.0.1
 #                                     (tools/test-server/LoopbackTestServer.java), whose jars Maven fetches
 #                                     from Maven Central (tools/test-server/pom.xml).
@@ -23,6 +27,10 @@ mkdir -p "$bin"
 
 # v1.5.1: the newest tag `go install` accepts (from v1.6.0 the CLI's go.mod has a replace line).
 TEMPORAL_CLI_VERSION=1.5.1
+# The server the CLI embeds (its go.mod's go.temporal.io/server), its schema tool from the same
+# module, and the UI server the CLI embeds: a cluster of the same code the dev server runs.
+TEMPORAL_SERVER_VERSION=1.29.1
+TEMPORAL_UI_VERSION=2.42.1
 # The Java SDK's release whose temporal-test-server the pom names.
 TEST_SERVER_VERSION=$(sed -n 's:.*<version>\([0-9.]*\)</version>.*:\1:p' tools/test-server/pom.xml | tail -n 1)
 # schemathesis for tools/schemathesis.sh (CI's API fuzzing step); its seed is fixed there, its
@@ -57,6 +65,41 @@ install_cli() {
   fi
   ln -f "$cached/temporal" "$bin/temporal" 2>/dev/null || cp "$cached/temporal" "$bin/temporal"
   say "temporal $TEMPORAL_CLI_VERSION: installed ($bin/temporal)"
+}
+
+# The main module of a `go install`ed binary is `mod`, a library it was built from is `dep`.
+is_built() { [ -x "$1" ] && go version -m "$1" 2>/dev/null | grep -Eq "^\s+(mod|dep)\s+$2\s+v$3\s"; }
+
+# A Go main built once per version into the cache and linked into .tools/bin under its own name.
+install_go_tool() {
+  local name=$1 version=$2 package=$3 module=$4
+  if ! command -v go >/dev/null 2>&1; then
+    say "$name: skipped, Go is not installed (the cluster suites will be skipped; install Go 1.23+ and run npm run tools)"
+    return
+  fi
+  if is_built "$bin/$name" "$module" "$version"; then
+    say "$name $version: already installed ($bin/$name)"
+    return
+  fi
+  local cached=$cache/$name-$version
+  if ! is_built "$cached/$name" "$module" "$version"; then
+    say "$name $version: building with go install (a few minutes the first time; cached after)"
+    local start=$SECONDS tmp
+    tmp=$(mktemp -d)
+    CGO_ENABLED=0 GOBIN="$tmp" go install "$package@v$version"
+    mkdir -p "$cached"
+    mv "$tmp/$(basename "$package")" "$cached/$name"
+    rmdir "$tmp"
+    say "$name $version: built in $((SECONDS - start)) s"
+  fi
+  ln -f "$cached/$name" "$bin/$name" 2>/dev/null || cp "$cached/$name" "$bin/$name"
+  say "$name $version: installed ($bin/$name)"
+}
+
+install_cluster() {
+  install_go_tool temporal-server "$TEMPORAL_SERVER_VERSION" go.temporal.io/server/cmd/server go.temporal.io/server
+  install_go_tool temporal-sql-tool "$TEMPORAL_SERVER_VERSION" go.temporal.io/server/cmd/tools/sql go.temporal.io/server
+  install_go_tool temporal-ui-server "$TEMPORAL_UI_VERSION" github.com/temporalio/ui-server/v2/cmd/server github.com/temporalio/ui-server/v2
 }
 
 install_test_server() {
@@ -140,6 +183,7 @@ install_spamassassin() {
 }
 
 install_cli
+install_cluster
 install_test_server
 install_schemathesis
 install_spamassassin

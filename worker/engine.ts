@@ -27,6 +27,11 @@ export interface RunLabels {
   mode?: string;
   stream?: string;
   kinds?: string[];
+  /**
+   * One line the Temporal UI shows on the run (the SDK's user metadata, `staticSummary`): what it
+   * delivers, for whom. Never a body, an address or a secret: operators of a cluster see it.
+   */
+  summary?: string;
 }
 
 /**

@@ -25,14 +25,43 @@ export const LANES: Lane[] = [
   { mode: 'test', stream: 'bulk' },
 ];
 
-/** What an operator filters a run by (Temporal search attributes): its rows are all of one lane. */
-export function labelsOf(lane: Lane, rows: { organization_id: string; kind: string | null }[]): RunLabels {
+/** What an operator filters a run by (Temporal search attributes) and reads on it: its rows are all of one lane. */
+export function labelsOf(lane: Lane, rows: { organization_id: string; kind: string | null; subject?: string }[]): RunLabels {
+  const kinds = rows.map((r) => r.kind).filter((k): k is string => !!k);
   return {
     organizations: rows.map((r) => r.organization_id),
     mode: lane.mode,
     stream: lane.stream,
-    kinds: rows.map((r) => r.kind).filter((k): k is string => !!k),
+    kinds,
+    summary: summaryOf(lane, rows, [...new Set(kinds)]),
   };
+}
+
+/** The UI's summary line stays short: its list column shows about this much. */
+const SUMMARY_BYTES = 200;
+
+/** `3 live bulk messages (newsletter) · organization <id> · “Subject”` (more: `· 2 organizations`, `· 3 subjects`). */
+function summaryOf(lane: Lane, rows: { organization_id: string; subject?: string }[], kinds: string[]): string {
+  const n = rows.length;
+  const orgs = [...new Set(rows.map((r) => r.organization_id))];
+  const subjects = [...new Set(rows.map((r) => r.subject).filter((s): s is string => s !== undefined))];
+  const parts = [
+    `${n} ${lane.mode} ${lane.stream} message${n === 1 ? '' : 's'}${kinds.length ? ` (${kinds.slice(0, 3).join(', ')})` : ''}`,
+    orgs.length === 1 ? `organization ${orgs[0]}` : `${orgs.length} organizations`,
+    ...(subjects.length === 1 ? [`“${subjects[0].replace(/\s+/g, ' ')}”`] : subjects.length > 1 ? [`${subjects.length} subjects`] : []),
+  ];
+  return clip(parts.join(' · '), SUMMARY_BYTES);
+}
+
+/** At most `bytes` of UTF-8, cut at a character, with an ellipsis where it was cut. */
+function clip(s: string, bytes: number): string {
+  if (Buffer.byteLength(s) <= bytes) return s;
+  let out = '';
+  for (const ch of s) {
+    if (Buffer.byteLength(out + ch + '…') > bytes) break;
+    out += ch;
+  }
+  return out + '…';
 }
 
 /** A chunk's rows as runs of up to `perRun` messages, in order. */

@@ -75,6 +75,7 @@ export async function startTemporalEngine(
         transportRetryBaseSeconds: settings.retryBaseSeconds,
         // Test mail never leaves the machine, so it skips the rate-limited delivery task queue.
         ...(queue !== null && QUEUES[queue].rateLimited ? { deliveryTaskQueue: settings.deliveryTaskQueue } : {}),
+        ...(labelled ? { outcomeAttribute: true } : {}),
       };
       const options = {
         taskQueue: settings.taskQueue,
@@ -88,6 +89,7 @@ export async function startTemporalEngine(
             ? { priority: { priorityKey: opts.stream === 'bulk' ? 3 : 1 } }
             : {}),
         ...(labelled && opts.labels ? { typedSearchAttributes: searchAttributePairs(opts.labels) } : {}),
+        ...(opts.labels?.summary ? { staticSummary: opts.labels.summary } : {}),
         workflowIdReusePolicy: 'REJECT_DUPLICATE' as const,
       };
       try {

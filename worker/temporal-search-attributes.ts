@@ -3,6 +3,7 @@ import { temporal } from '@temporalio/proto';
 import type { Connection } from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { RunLabels } from './engine';
+import { OUTCOME_ATTRIBUTE } from '../workflows/temporal/outcome';
 
 /**
  * What an operator filters workflows by in the Temporal UI or `temporal workflow list --query`:
@@ -16,6 +17,8 @@ export const SEARCH_ATTRIBUTES = {
   mode: defineSearchAttributeKey('SvcMode', SearchAttributeType.KEYWORD),
   stream: defineSearchAttributeKey('SvcStream', SearchAttributeType.KEYWORD),
   kind: defineSearchAttributeKey('SvcKind', SearchAttributeType.KEYWORD_LIST),
+  /** Set by the run itself as it ends (workflows/temporal/binding.ts), where its definition says how. */
+  outcome: defineSearchAttributeKey(OUTCOME_ATTRIBUTE, SearchAttributeType.KEYWORD),
 };
 
 /**

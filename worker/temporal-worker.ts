@@ -13,6 +13,8 @@ export interface TemporalWorkerOptions {
   /** Activities running at once in this process, per task queue. */
   concurrency: number;
   log: Logger;
+  /** The workflow code to bundle: this release's (workflows/temporal) unless a test runs another release's. */
+  workflowsPath?: string;
 }
 
 export interface RunningTemporalWorker {
@@ -37,7 +39,7 @@ export async function runTemporalWorker(opts: TemporalWorkerOptions): Promise<Ru
     connection,
     namespace: settings.namespace,
     taskQueue: settings.taskQueue,
-    workflowsPath: require.resolve('../workflows/temporal'),
+    workflowsPath: opts.workflowsPath ?? require.resolve('../workflows/temporal'),
     activities: heartbeating(activities),
     maxConcurrentActivityTaskExecutions: opts.concurrency,
     maxHeartbeatThrottleInterval: HEARTBEAT_EVERY_MS,

@@ -246,6 +246,7 @@ async function waitForEvent(ctx: Ctx, runId: string, path: string, deadlineMs: n
 
 export const automationRun = defineWorkflow({
   name: AUTOMATION_RUN_WORKFLOW,
+  outcome: (r) => r.status,
   body: automationRunWorkflow,
   activities: automationRunActivityDefs,
   signals: [AUTOMATION_WAKE_SIGNAL],

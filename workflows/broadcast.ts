@@ -97,6 +97,7 @@ export async function broadcastWorkflow(ctx: WorkflowContext<BroadcastActivities
 
 export const broadcastFanOut = defineWorkflow({
   name: BROADCAST_WORKFLOW,
+  outcome: (r) => r.status,
   body: broadcastWorkflow,
   // Canceled if the database agrees (queued, or sending and not fully left); the scheduled wait
   // then ends and the freeze, or the next page, reads `canceled`.

@@ -54,6 +54,11 @@ export interface WorkflowDef<I = never, R = unknown, A extends object = object> 
    * goes on untouched (workflows/temporal/binding.ts).
    */
   onCancel?: (ctx: WorkflowContext<A>, input: I) => Promise<string[]>;
+  /**
+   * How the run ended, in a word an operator filters by (`SvcOutcome = 'canceled'` in the Temporal
+   * UI): the run "Completed" either way, canceled message or delivered. Absent: the result says it.
+   */
+  outcome?: (result: R) => string;
 }
 
 /** Checks a definition's parts against each other (activity map = activity contract) and keeps its types. */

@@ -53,6 +53,7 @@ export async function domainVerificationWorkflow(
 
 export const domainVerification = defineWorkflow({
   name: DOMAIN_VERIFICATION_WORKFLOW,
+  outcome: (r) => r.status,
   body: domainVerificationWorkflow,
   activities: domainVerificationActivityDefs,
   signals: [],

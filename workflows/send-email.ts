@@ -151,6 +151,8 @@ export const sendEmail = defineWorkflow({
   name: SEND_EMAIL_WORKFLOW,
   body: sendEmailWorkflow,
   onCancel: sendEmailOnCancel,
+  // A run that handed its message back (its time came, no confirmation window) did not deliver it.
+  outcome: (r) => (r.status === 'queued' ? 'handed-back' : r.status),
   activities: sendEmailActivityDefs,
   signals: SEND_EMAIL_SIGNALS,
   // Live mail; test-mode messages are started on `simulation` instead.

@@ -11,6 +11,8 @@ export interface OutboxRow {
   domain_id: string;
   /** The message's kind (a label of its run: SvcKind in Temporal), if it has one. */
   kind: string | null;
+  /** Its subject: the run's summary in the Temporal UI says what the run delivers. */
+  subject: string;
   /** The day whose allowances it already took (a pass that crashed after reserving). */
   reserved_on: string | null;
   plan: Plan;
@@ -39,7 +41,7 @@ with c as (
    limit ?
    for update skip locked
 )
-select e.id, e.mode, e.stream, e.status, e.organization_id, e.domain_id, e.kind, e.reserved_on::text as reserved_on, e.deferrals,
+select e.id, e.mode, e.stream, e.status, e.organization_id, e.domain_id, e.kind, e.subject, e.reserved_on::text as reserved_on, e.deferrals,
        o.plan, o.daily_send_cap, d.warmup_stage, d.warmup_checked_on::text as warmup_checked_on
   from c join emails e on e.id = c.id
   join organizations o on o.id = e.organization_id
@@ -72,10 +74,9 @@ export async function markEnqueued(em: EntityManager, ids: string[], at: Date, r
   if (ids.length === 0) return;
   await em.getConnection().execute(
     `update emails e set enqueued_at = ?, started_run = coalesce(u.run, e.started_run)
-         from unnest(?::uuid[], ?::text[]) as u(id, run) where e.id = u.id`,
-    // MikroORM inlines a JS array as a list, so each goes as an array literal; run ids are the
-    // outbox's own (hex, dashes, colons), quoted all the same.
-    [at, `{${ids.join(',')}}`, `{${ids.map((_, i) => (runs?.[i] ? `"${runs[i].replace(/["\\]/g, '\\$&')}"` : 'NULL')).join(',')}}`],
+         from jsonb_to_recordset(?::jsonb) as u(id uuid, run text) where e.id = u.id`,
+    // One JSON parameter: MikroORM would inline a JS array as a list of values.
+    [at, JSON.stringify(ids.map((id, i) => ({ id, run: runs?.[i] || null })))],
     'run',
     em.getTransactionContext(),
   );

@@ -10,14 +10,22 @@ export interface OpenRunRow {
   updated_at: PgTimestamp;
 }
 
+/**
+ * A message a run holds: started (out of the outbox), not finished, not waiting in its row for a
+ * cap or a direct retry (no run's then). Its first two terms are emails_open_runs_idx's
+ * predicate; both statements below say it this one way.
+ */
+const HELD_BY_A_RUN = `status in ('queued', 'sending') and enqueued_at is not null and retry_reason is null and waiting_reason is null`;
+/** The run holding it: the owner its claim wrote, else the run the outbox started it on, else a SendEmail run (the email id). */
+const HOLDING_RUN = `coalesce(claimed_by, started_run, id::text)`;
+
 const OPEN_RUNS: PreparedStatement = {
   name: 'open_runs_page_v2',
   text: `
-select id, status, coalesce(claimed_by, started_run, id::text) as run, updated_at from emails
- where status in ('queued', 'sending') and enqueued_at is not null
+select id, status, ${HOLDING_RUN} as run, updated_at from emails
+ where ${HELD_BY_A_RUN}
    and (updated_at, id) > ($1::timestamptz, $2::uuid)
    and updated_at < $3::timestamptz
-   and retry_reason is null and waiting_reason is null
    and (status = 'queued' or updated_at < $4::timestamptz)
  order by updated_at, id
  limit $5`,
@@ -40,11 +48,10 @@ export async function openRunsPage(
 const HAND_BACK: PreparedStatement = {
   name: 'hand_back_stranded_v2',
   text: `
-update emails e set status = 'queued', enqueued_at = null, claimed_by = null, started_run = null, deferrals = e.deferrals + 1,
-       handed_back_at = coalesce(e.handed_back_at, $3::timestamptz), relay_retry_at = null, updated_at = $3::timestamptz
- where e.id = any($1::uuid[]) and e.status in ('queued', 'sending') and e.enqueued_at is not null
-   and e.retry_reason is null and e.waiting_reason is null and coalesce(e.claimed_by, e.started_run, e.id::text) = $2
-returning e.id`,
+update emails set status = 'queued', enqueued_at = null, claimed_by = null, started_run = null, deferrals = deferrals + 1,
+       handed_back_at = coalesce(handed_back_at, $3::timestamptz), relay_retry_at = null, updated_at = $3::timestamptz
+ where id = any($1::uuid[]) and ${HELD_BY_A_RUN} and ${HOLDING_RUN} = $2
+returning id`,
 };
 
 /**

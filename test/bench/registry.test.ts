@@ -27,6 +27,7 @@ function sample(): AllMeasured {
     postgres,
     server,
     workers,
+    serverParts: server ? { history: server / 2, frontend: server / 4, matching: server / 8, postgres: server / 8 } : {},
   });
   const drain = (k: number): DrainResult => ({
     messages: 5000,
@@ -179,6 +180,7 @@ function sample(): AllMeasured {
       embedded: engine(0),
       temporal: engine(1),
       startSeconds: 5.5,
+      cluster: { ...engine(2), startSeconds: 21.4 },
     },
     soak: {
       minutes: 30,

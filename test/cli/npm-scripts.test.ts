@@ -9,12 +9,12 @@ import path from 'node:path';
  * that starts a long-lived svc process replaces the shell with it.
  */
 describe('package.json: long-running scripts exec their process', () => {
-  it('start, worker and temporal replace npm’s shell with the svc process', () => {
+  it('start, worker, temporal and temporal:cluster replace npm’s shell with the svc process', () => {
     const { scripts } = JSON.parse(fs.readFileSync(path.join(__dirname, '../../package.json'), 'utf8')) as {
       scripts: Record<string, string>;
     };
     const longRunning = Object.entries(scripts).filter(([, command]) => /cli\/svc\.ts (start|worker|temporal)\b/.test(command));
-    assert.deepEqual(longRunning.map(([name]) => name).sort(), ['start', 'temporal', 'worker']);
+    assert.deepEqual(longRunning.map(([name]) => name).sort(), ['start', 'temporal', 'temporal:cluster', 'worker']);
     for (const [name, command] of longRunning) assert.match(command, /^exec /, `npm run ${name}: ${command}`);
   });
 });

@@ -22,7 +22,7 @@ export interface Child {
  * the node process running cli/svc.ts).
  */
 /** The secrets key of the processes tests start (32 bytes, base64). */
-const TEST_SECRETS_KEY = Buffer.alloc(32, 7).toString('base64');
+export const TEST_SECRETS_KEY = Buffer.alloc(32, 7).toString('base64');
 
 export function runSvc(args: string[], env: Record<string, string>, opts: { via?: 'bin' | 'tsx' } = {}): Child {
   const entry = opts.via === 'tsx' ? [require.resolve('tsx/cli'), 'cli/svc.ts'] : [path.join(ROOT, 'bin/svc.js')];

@@ -14,9 +14,11 @@ import { SmtpSink } from './sink';
 import { TestDns } from './dns';
 import { request, type RequestOptions } from './http';
 import { testConfig } from './service';
-import { liveTemporal, type DevServer } from './temporal-server';
+import { liveTemporal, type LiveServer } from './temporal-server';
 import { waitFor } from './wait';
 import { recordHistory } from './history-corpus';
+import { TEST_SECRETS_KEY } from './child';
+import { startSecondProcesses } from './temporal-live-processes';
 
 export interface LiveOptions {
   /** Names the database and the task queue (so the Temporal UI tells the suites apart). */
@@ -32,6 +34,14 @@ export interface LiveOptions {
   scheduleLeadSeconds?: number;
   /** The stream of the organization's verified domain (broadcasts need `bulk`). */
   stream?: Stream;
+  /**
+   * A second API (`svc start`) and a second `svc worker`, each a process of its own on the same
+   * database, namespace and task queue, as a deployment scales out: `call` then alternates
+   * between the two APIs, and either worker may run any step.
+   */
+  secondProcesses?: boolean;
+  /** The worker's workflow code: another release's (the upgrade test) instead of this one's. */
+  workflowsPath?: string;
 }
 
 /** A workflow run as the Temporal server recorded it. */
@@ -58,8 +68,8 @@ export interface RunOnServer {
  * ADMIN keys, and a @temporalio/client Client to read what the server recorded.
  */
 export interface LiveStack {
-  /** The project's dev server, when it is the one in use (its Web UI at server.uiUrl). */
-  server?: DevServer;
+  /** The project's cluster or dev server, when it is the one in use (its Web UI at server.uiUrl). */
+  server?: LiveServer;
   config: Config;
   temporal: TemporalConfig;
   service: Service;
@@ -78,6 +88,8 @@ export interface LiveStack {
   run(workflowId: string, statuses?: string[], timeoutMs?: number): Promise<RunOnServer>;
   /** Ids of the runs on this stack's task queue matching a visibility query (e.g. `WorkflowType = 'SendBatch'`). */
   list(query: string): Promise<string[]>;
+  /** Stops the worker (its runs in flight stay on the server) and starts one with `workflowsPath`'s code (default: this release's). */
+  replaceWorker(workflowsPath?: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -120,6 +132,8 @@ export async function startLiveStack(ctx: Mocha.Context, opts: LiveOptions): Pro
       domainVerifyWindowHours: 30 / 3600,
       domainVerifySweepSeconds: 1,
       ...(opts.sendRatePerSecond !== undefined ? { sendRatePerSecond: opts.sendRatePerSecond } : {}),
+      // The key `svc` processes get (test/support/child.ts): a second process decrypts what this one sealed.
+      ...(opts.secondProcesses ? { secretsKey: TEST_SECRETS_KEY } : {}),
     });
     // Runs terminated in a test are found within a second, not after minutes.
     const service = await startService(config, { log, strandedRuns: { intervalMs: 500, queuedGraceMs: 0, sendingGraceMs: 1_000 } });
@@ -129,9 +143,12 @@ export async function startLiveStack(ctx: Mocha.Context, opts: LiveOptions): Pro
     // API, so it signs with the DKIM keys the API generated and makes the links the API answers.
     const workerOrm = await openOrm(service.db.url, 5);
     stops.push(() => workerOrm.close());
-    const worker = await startTemporalWorkers(config, workerOrm, log, service.port);
+    let worker = await startTemporalWorkers(config, workerOrm, log, service.port, opts.workflowsPath);
     // Stopped before the sink: its pooled connections would hold the sink's close for 30 s.
     stops.push(() => worker.stop());
+
+    const apis = [service.url];
+    if (opts.secondProcesses) apis.push(await startSecondProcesses(config, address, stops));
 
     const connection = await Connection.connect({ address });
     stops.push(() => connection.close());
@@ -155,6 +172,7 @@ export async function startLiveStack(ctx: Mocha.Context, opts: LiveOptions): Pro
     const decodeAll = (payloads: proto.api.common.v1.IPayloads | null | undefined) =>
       (payloads?.payloads ?? []).map((p) => defaultPayloadConverter.fromPayload(p as never));
     const EventType = proto.api.enums.v1.EventType;
+    let turn = 0;
     return {
       server,
       config,
@@ -165,7 +183,7 @@ export async function startLiveStack(ctx: Mocha.Context, opts: LiveOptions): Pro
       client,
       orgId: org.id,
       domain: domain.name,
-      call: (method, path, o = {}) => request(service.url, method, path, { token: keys[o.as ?? 'send'], ...o }),
+      call: (method, path, o = {}) => request(apis[turn++ % apis.length], method, path, { token: keys[o.as ?? 'send'], ...o }),
       sql: (text, values = []) => orm.em.fork().getConnection().execute(text, values),
       async run(workflowId, statuses = ['COMPLETED'], timeoutMs = 60_000) {
         const handle = client.workflow.getHandle(workflowId);
@@ -208,6 +226,10 @@ export async function startLiveStack(ctx: Mocha.Context, opts: LiveOptions): Pro
         const ids: string[] = [];
         for await (const w of client.workflow.list({ query: `TaskQueue = '${temporal.taskQueue}' AND ${query}` })) ids.push(w.workflowId);
         return ids;
+      },
+      async replaceWorker(workflowsPath) {
+        await worker.stop();
+        worker = await startTemporalWorkers(config, workerOrm, log, service.port, workflowsPath);
       },
       stop,
     };

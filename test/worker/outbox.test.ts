@@ -188,7 +188,15 @@ describe('Outbox: it holds the backlog and starts workflows as the engine has ro
     assert.equal(live.mode, 'live');
     assert.equal(live.stream, 'transactional');
     assert.deepEqual(new Set(live.kinds), new Set(['receipt', 'alert']));
-    assert.deepEqual(labelsOf(test[0]), { organizations: [orgId], mode: 'test', stream: 'transactional', kinds: ['receipt'] });
+    // What the Temporal UI shows on the run: how many, which lane, whose, about what.
+    assert.equal(live.summary, '4 live transactional messages (receipt, alert) · 2 organizations · “s”');
+    assert.deepEqual(labelsOf(test[0]), {
+      organizations: [orgId],
+      mode: 'test',
+      stream: 'transactional',
+      kinds: ['receipt'],
+      summary: `1 test transactional message (receipt) · organization ${orgId} · “s”`,
+    });
   });
 
   it('takes live starts from the platform send rate in SQL: a window admits its share, the rest waits for the next', async () => {

@@ -20,9 +20,11 @@ import { sleep } from '../support/wait';
  * endpoint refuses one POST once (a retried delivery).
  *
  * It runs at the same time on the embedded engine (the shared DBOS service, a fresh tenant) and on
- * Temporal (test/support/temporal-live.ts: API with ENGINE=temporal and a worker, against the
- * project's dev server, CONFIRMATION_WINDOW_HOURS=0 so the outbox starts SendBatch runs as the
- * embedded engine does). Once both are settled each is reduced to an engine-neutral snapshot (no
+ * Temporal (test/support/temporal-live.ts: against the project's cluster on PostgreSQL, two APIs
+ * with ENGINE=temporal, this process's and a `svc start` process, the scenario's requests
+ * alternating between them, and two workers, this process's and a `svc worker` process, on one
+ * database, namespace and task queue; CONFIRMATION_WINDOW_HOURS=0 so the outbox starts SendBatch
+ * runs as the embedded engine does). Once both are settled each is reduced to an engine-neutral snapshot (no
  * ids, times, domains or per-run tags): per message (mode, recipients, subject) its status, source,
  * kind and, per recipient, its state and event types (with bounce type and detail); the broadcast's
  * status, audience size and progress; the automation run's status and step outcomes; the webhook
@@ -315,7 +317,8 @@ describe('Engine parity, live: one scenario on the embedded engine and on Tempor
 
   before(async function () {
     // Skips the whole file, with the reason, when no Temporal server can be had.
-    stack = await startLiveStack(this, { name: 'parity', confirmationWindowHours: 0, stream: 'bulk' });
+    // Scaled out as a deployment is: two API processes and two workers on one database and namespace.
+    stack = await startLiveStack(this, { name: 'parity', confirmationWindowHours: 0, stream: 'bulk', secondProcesses: true });
     env = await sharedService();
     tenant = await newTenant(env, { stream: 'bulk' });
     await receiver.start();

@@ -68,6 +68,17 @@ describe('Temporal search attributes, live: runs are found by organization, mode
     assert.deepEqual(attrs.SvcMode, ['live']);
     assert.deepEqual(attrs.SvcStream, ['transactional']);
     assert.deepEqual(attrs.SvcKind, ['receipt']);
+    // The run's summary, the line the UI shows beside its id: what it delivers and for whom.
+    const metadata = await stack.client.workflowService.describeWorkflowExecution({
+      namespace: stack.temporal.namespace,
+      execution: { workflowId: live },
+    });
+    const summary = metadata.executionConfig?.userMetadata?.summary;
+    assert.ok(summary, 'the run carries a summary');
+    assert.equal(
+      JSON.parse(Buffer.from(summary.data!).toString('utf8')),
+      `1 live transactional message (receipt) · organization ${org} · “Labels”`,
+    );
 
     // Another organization's filter finds neither.
     const other = '00000000-0000-7000-8000-000000000000';

@@ -26,6 +26,12 @@ import { automationRunReplays, automationRunWrongTwins } from '../support/automa
 
 const silent = { warn() {}, info() {}, debug() {}, trace() {}, error() {}, log() {} };
 
+/** assert.rejects's check: the replay failed as nondeterministic (and not for another reason). */
+function nondeterministic(err: unknown): true {
+  assert.ok(err instanceof DeterminismViolationError, `expected a DeterminismViolationError, got ${String(err)}`);
+  return true;
+}
+
 describe('Temporal engine: bundled workflows replayed through the real worker', function () {
   this.timeout(180_000);
   let bundle: WorkflowBundleWithSourceMap;
@@ -59,10 +65,7 @@ describe('Temporal engine: bundled workflows replayed through the real worker', 
     it(`fails with a determinism error on a wrong history: ${s.name}`, async () => {
       await assert.rejects(
         Worker.runReplayHistory({ workflowBundle: bundle }, s.history(true).history(), `wrong-${s.name}`),
-        (err: unknown) => {
-          assert.ok(err instanceof DeterminismViolationError, `expected a DeterminismViolationError, got ${String(err)}`);
-          return true;
-        },
+        nondeterministic,
       );
     });
   }
@@ -97,10 +100,7 @@ describe('Temporal engine: bundled workflows replayed through the real worker', 
     it(`fails with a determinism error on a wrong SendBatch history: ${s.name}`, async () => {
       await assert.rejects(
         Worker.runReplayHistory({ workflowBundle: bundle }, s.history(true).history(), `wrong-batch-${s.name}`),
-        (err: unknown) => {
-          assert.ok(err instanceof DeterminismViolationError, `expected a DeterminismViolationError, got ${String(err)}`);
-          return true;
-        },
+        nondeterministic,
       );
     });
   }
@@ -551,10 +551,7 @@ describe('Temporal engine: bundled workflows replayed through the real worker', 
     it(`fails with a determinism error on a handed-back SendEmail history ${what}`, async () => {
       await assert.rejects(
         Worker.runReplayHistory({ workflowBundle: bundle }, handBackHistory(window, wrong).history(), `hand-back-${wrong}`),
-        (err: unknown) => {
-          assert.ok(err instanceof DeterminismViolationError, `expected a DeterminismViolationError, got ${String(err)}`);
-          return true;
-        },
+        nondeterministic,
       );
     });
   }

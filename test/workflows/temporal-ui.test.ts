@@ -27,7 +27,7 @@ describe('Temporal UI, in a browser: an operator closes a sent message as unconf
 
   before(async function () {
     const { server } = await liveTemporal(this);
-    if (!server) skipBecause(this, 'TEMPORAL_ADDRESS names a server of your own: the UI tested here is the dev server’s');
+    if (!server) skipBecause(this, 'TEMPORAL_ADDRESS names a server of your own: the UI tested here is the project’s');
     uiUrl = server.uiUrl;
     // A confirmation window: the message's SendEmail run (workflow id = email id) waits at `sent`.
     stack = await startLiveStack(this, { name: 'ui', confirmationWindowHours: 1 });
@@ -142,5 +142,61 @@ describe('Temporal UI, in a browser: an operator closes a sent message as unconf
     // The signal in its history (the timeline labels it by name).
     await page.getByText(CLOSE_UNCONFIRMED_SIGNAL, { exact: true }).filter({ visible: true }).first().waitFor();
     await shot('ui-4-result.png');
+  });
+  /** The workflow list filtered by `query` until it shows `id` (visibility is eventually consistent). */
+  async function listed(query: string, id: string): Promise<void> {
+    const link = page.getByRole('link', { name: id, exact: true });
+    await waitFor(
+      async () => {
+        await page.goto(`${uiUrl}/namespaces/default/workflows?query=${encodeURIComponent(query)}`);
+        return link
+          .first()
+          .waitFor({ timeout: 3000 })
+          .then(() => true)
+          .catch(() => false);
+      },
+      `the workflow list filtered by ${query} to show ${id}`,
+      30_000,
+      0,
+    );
+  }
+
+  it('a scheduled message and a canceled one: each run says what it delivers, and the canceled one says how it ended', async () => {
+    const at = new Date(Date.now() + 3_600_000).toISOString();
+    const send = async (subject: string) => {
+      const res = await stack.call('POST', '/api/v1/emails', {
+        body: { from: `Shop <shop@${stack.domain}>`, to: `ui-${Date.now()}@example.com`, subject, text: 'Later.', scheduled_at: at },
+      });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      return (res.body as { id: string }).id;
+    };
+    const scheduled = await send('Your trial ends tomorrow');
+    const canceled = await send('Weekly digest');
+    // Each waits on its run's timer; one is canceled through the API, which the run settles.
+    assert.equal((await stack.call('POST', `/api/v1/emails/${canceled}/cancel`)).status, 200);
+    await settled(canceled, 'canceled');
+    await stack.run(canceled, ['COMPLETED']);
+
+    // The scheduled one: running, its summary on its page, its timer pending.
+    await listed(`SvcOrganization="${stack.orgId}" AND ExecutionStatus="Running"`, scheduled);
+    await page.getByRole('link', { name: scheduled, exact: true }).first().click();
+    await page.waitForURL(new RegExp(`/workflows/${scheduled}/[^/]+/history`));
+    const summary = (subject: string) => `1 live transactional message · organization ${stack.orgId} · “${subject}”`;
+    await page.getByText(summary('Your trial ends tomorrow')).first().waitFor();
+    await page.getByText('Running', { exact: true }).first().waitFor();
+    await page
+      .getByText(/Timer ?Started/)
+      .first()
+      .waitFor();
+    await shot('ui-5-scheduled.png');
+
+    // The canceled one: found by how it ended, not only "Completed".
+    await listed(`SvcOrganization="${stack.orgId}" AND SvcOutcome="canceled"`, canceled);
+    assert.equal(await page.getByRole('link', { name: scheduled, exact: true }).count(), 0, 'the scheduled run is not listed as canceled');
+    await page.getByRole('link', { name: canceled, exact: true }).first().click();
+    await page.waitForURL(new RegExp(`/workflows/${canceled}/[^/]+/history`));
+    await page.getByText(summary('Weekly digest')).first().waitFor();
+    await page.getByText('Completed', { exact: true }).first().waitFor();
+    await shot('ui-6-canceled.png');
   });
 });

@@ -1,6 +1,7 @@
 import {
   CancellationScope,
   condition,
+  upsertSearchAttributes,
   defineSignal,
   deprecatePatch,
   log,
@@ -13,6 +14,7 @@ import {
 import { retryPolicy, NON_RETRYABLE_ERROR_TYPES, type WorkflowContext } from '../context';
 import type { ActivityDef, WorkflowDef } from '../definition';
 import { assertDeclared } from '../versioning';
+import { OUTCOME_ATTRIBUTE, OUTCOME_PATCH } from './outcome';
 
 /**
  * Engine settings a Temporal run carries in its input, because workflow code cannot read the
@@ -26,6 +28,8 @@ export interface TemporalBinding {
    * mail. Absent (test mode): they run on the workflow's own task queue, like the other activities.
    */
   deliveryTaskQueue?: string;
+  /** The namespace has the SvcOutcome search attribute (the engine registered it): the run sets it as it ends. */
+  outcomeAttribute?: boolean;
 }
 
 /**
@@ -143,7 +147,7 @@ export function temporalWorkflow<I extends object, R, A extends object>(
   def: WorkflowDef<I, R, A>,
 ): (input: I & TemporalBinding) => Promise<R> {
   return async (input) => {
-    const { transportRetryBaseSeconds, deliveryTaskQueue, ...rest } = input;
+    const { transportRetryBaseSeconds, deliveryTaskQueue, outcomeAttribute, ...rest } = input;
     const bound = boundContext<A>(def.activities, def.signals, { transportRetryBaseSeconds, deliveryTaskQueue }, def);
     const root = CancellationScope.current();
     return CancellationScope.nonCancellable(async () => {
@@ -156,7 +160,13 @@ export function temporalWorkflow<I extends object, R, A extends object>(
           for (const signal of await def.onCancel!(bound.ctx, rest as unknown as I)) bound.wake(signal);
         }).catch((err: unknown) => log.error('cancellation could not be settled; the run goes on', { error: String(err) }));
       });
-      return body.run(() => def.body(bound.ctx, rest as unknown as I));
+      const result = await body.run(() => def.body(bound.ctx, rest as unknown as I));
+      // In the run's last workflow task, with its completion: the list shows it once the run has ended.
+      if (def.outcome && outcomeAttribute && patched(OUTCOME_PATCH)) {
+        // The untyped form: the typed keys live in @temporalio/common, outside what workflows import.
+        upsertSearchAttributes({ [OUTCOME_ATTRIBUTE]: [def.outcome(result)] });
+      }
+      return result;
     });
   };
 }
