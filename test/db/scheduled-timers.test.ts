@@ -42,7 +42,7 @@ describe('db/sql/scheduled-timers: scheduled mail claimed for an engine timer, a
         all.map((r) => r.id),
         [a.id, b.id, c.id],
       );
-      assert.deepEqual(all[0], { id: a.id, organization_id: owner.organizationId, kind: null });
+      assert.deepEqual(all[0], { id: a.id, organization_id: owner.organizationId, kind: null, subject: 'Subject' });
     });
 
     it('only of the mode and stream asked, still in the outbox, not parked, never handed back', async () => {
@@ -52,7 +52,7 @@ describe('db/sql/scheduled-timers: scheduled mail claimed for an engine timer, a
       await scheduled(13, { enqueued_at: new Date() });
       await scheduled(14, { waiting_reason: 'domain_daily_cap', waiting_until: later(60) });
       await scheduled(15, { handed_back_at: new Date() });
-      assert.deepEqual(await claim(), [{ id: ok.id, organization_id: owner.organizationId, kind: 'broadcast' }]);
+      assert.deepEqual(await claim(), [{ id: ok.id, organization_id: owner.organizationId, kind: 'broadcast', subject: 'Subject' }]);
       const test = await claim({ mode: 'test' });
       assert.equal(test.length, 1);
     });

@@ -80,7 +80,8 @@ describe('Temporal engine, live: DomainVerification, DkimRotation and DmarcRamp'
     assert.equal(run.type, 'DomainVerification');
     assert.equal(run.taskQueue, s.temporal.taskQueue);
     const { transportRetryBaseSeconds: _binding, ...input } = run.input;
-    assert.deepEqual(input, { domainId: id, firstDelayMs: 1000, maxDelayMs: 3_600_000, windowMs: 30_000 });
+    // outcomeAttribute: the engine registered SvcOutcome, which the run sets as it ends.
+    assert.deepEqual(input, { domainId: id, firstDelayMs: 1000, maxDelayMs: 3_600_000, windowMs: 30_000, outcomeAttribute: true });
     assert.equal(run.result.status, 'verified');
     assert.ok(run.result.checks >= 2, `verified at check ${run.result.checks}, after the first found nothing`);
     assert.deepEqual(
