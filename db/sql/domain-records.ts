@@ -12,7 +12,9 @@ export async function writeCheckedRecords(
   q: { domainId: string; from: DnsRecord[]; records: DnsRecord[]; at: Date; status: 'pending' | 'verified' },
 ): Promise<boolean> {
   const rows = await em.getConnection().execute<{ id: string }[]>(
-    `update domains set records = ?::jsonb, last_checked_at = ?, status = ?,
+    // A verified domain stays verified, decided here: a check that read `pending` before another
+    // verified it (the loop beside "verify now", or an operator) must not write `pending` back.
+    `update domains set records = ?::jsonb, last_checked_at = ?, status = case when status = 'verified' then status else ? end,
             verified_at = case when ? = 'verified' and verified_at is null then ? else verified_at end
       where id = ? and records = ?::jsonb
       returning id`,
