@@ -4,6 +4,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { devServerArgs, temporalToolPath } from './temporal-tools';
+import { httpOk, portOpen } from './temporal-cluster-net';
 
 /**
  * A real `temporal server start-dev` (the CLI `npm run tools` builds) on free loopback ports, with
@@ -72,7 +73,7 @@ export class DevServer {
     this.proc = proc;
     const deadline = Date.now() + 60_000;
     // The UI comes up last: once it answers, the frontend and the namespace are ready.
-    while (!(await answers(this.port)) || !(await httpOk(this.uiUrl))) {
+    while (!(await portOpen(this.port)) || !(await httpOk(this.uiUrl))) {
       if (proc.exitCode !== null) throw new Error(`temporal server start-dev exited ${proc.exitCode}:\n${this.out}`);
       if (Date.now() > deadline) throw new Error(`temporal server start-dev did not start in 60 s:\n${this.out}`);
       await new Promise((r) => setTimeout(r, 200));
@@ -117,22 +118,4 @@ export async function freePorts(n: number): Promise<number[]> {
   const ports = servers.map((s) => (s.address() as net.AddressInfo).port);
   await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
   return ports;
-}
-
-function answers(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect({ host: '127.0.0.1', port }, () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.on('error', () => resolve(false));
-  });
-}
-
-async function httpOk(url: string): Promise<boolean> {
-  try {
-    return (await fetch(url, { signal: AbortSignal.timeout(2000) })).ok;
-  } catch {
-    return false;
-  }
 }

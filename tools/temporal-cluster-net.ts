@@ -1,7 +1,7 @@
 import net from 'node:net';
 import type { ClusterPorts } from './temporal-cluster-config';
 
-// The cluster's loopback ports and the waits on them (tools/temporal-cluster.ts).
+// The cluster's loopback ports and the waits on them (tools/temporal-cluster.ts; the dev server's checks too).
 
 /** As the server's sample config lays the services out beside the frontend's port. */
 export function fixedPorts(port: number): ClusterPorts {

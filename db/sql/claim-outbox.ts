@@ -11,7 +11,7 @@ export interface OutboxRow {
   domain_id: string;
   /** The message's kind (a label of its run: SvcKind in Temporal), if it has one. */
   kind: string | null;
-  /** Its subject: the run's summary in the Temporal UI says what the run delivers. */
+  /** Its subject, its first 200 characters (no more shows): the run's summary in the Temporal UI says what the run delivers. */
   subject: string;
   /** The day whose allowances it already took (a pass that crashed after reserving). */
   reserved_on: string | null;
@@ -41,7 +41,7 @@ with c as (
    limit ?
    for update skip locked
 )
-select e.id, e.mode, e.stream, e.status, e.organization_id, e.domain_id, e.kind, e.subject, e.reserved_on::text as reserved_on, e.deferrals,
+select e.id, e.mode, e.stream, e.status, e.organization_id, e.domain_id, e.kind, left(e.subject, 200) as subject, e.reserved_on::text as reserved_on, e.deferrals,
        o.plan, o.daily_send_cap, d.warmup_stage, d.warmup_checked_on::text as warmup_checked_on
   from c join emails e on e.id = c.id
   join organizations o on o.id = e.organization_id

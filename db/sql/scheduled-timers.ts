@@ -23,7 +23,7 @@ export async function claimScheduled(
 ): Promise<ScheduledRow[]> {
   if (q.limit <= 0) return [];
   return em.getConnection().execute<ScheduledRow[]>(
-    `select id, organization_id, kind, subject from emails
+    `select id, organization_id, kind, left(subject, 200) as subject from emails
       where enqueued_at is null and waiting_reason is null and mode = ? and stream = ?
         and coalesce(scheduled_at, created_at) > ? and handed_back_at is null
       order by coalesce(scheduled_at, created_at), id

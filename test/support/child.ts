@@ -49,6 +49,18 @@ export function runSvc(args: string[], env: Record<string, string>, opts: { via?
   return { proc, output: () => out, exited };
 }
 
+/** Until `svc worker` polls its task queues (it logs 'temporal worker running', at LOG_LEVEL info). */
+export async function waitWorkerPolling(w: Child, timeoutMs = 60_000): Promise<void> {
+  await waitFor(
+    async () => {
+      if (w.proc.exitCode !== null) throw new Error(`svc worker exited ${w.proc.exitCode}: ${w.output()}`);
+      return w.output().includes('temporal worker running');
+    },
+    'svc worker to poll',
+    timeoutMs,
+  );
+}
+
 export async function svcJson(args: string[], env: Record<string, string>): Promise<any> {
   const child = runSvc(args, env);
   const code = await child.exited;

@@ -8,7 +8,7 @@ import { newDatabase } from './pg';
 import { SmtpSink } from './sink';
 import { request } from './http';
 import { testConfig } from './service';
-import { runSvc, TEST_SECRETS_KEY, type Child } from './child';
+import { runSvc, TEST_SECRETS_KEY, waitWorkerPolling, type Child } from './child';
 import { sleep, waitFor } from './wait';
 
 /**
@@ -107,14 +107,7 @@ export async function startDrainRig(o: { address: string; name: string; concurre
     async startWorker() {
       const w = runSvc(['worker'], workerEnv);
       workers.push(w);
-      await waitFor(
-        async () => {
-          if (w.proc.exitCode !== null) throw new Error(`svc worker exited ${w.proc.exitCode}: ${w.output()}`);
-          return w.output().includes('temporal worker running');
-        },
-        'svc worker to poll',
-        60_000,
-      );
+      await waitWorkerPolling(w);
       return w;
     },
     async sendMany(n) {

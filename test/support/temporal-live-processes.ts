@@ -1,6 +1,5 @@
 import type { Config } from '../../server/config';
-import { freePort, runSvc, waitHealthy, type Child } from './child';
-import { waitFor } from './wait';
+import { freePort, runSvc, waitHealthy, waitWorkerPolling, type Child } from './child';
 
 /**
  * `svc start` and `svc worker` as processes of their own, configured as the in-process service:
@@ -37,13 +36,6 @@ export async function startSecondProcesses(config: Config, address: string, stop
   // 'temporal worker running' is how a test knows the worker polls.
   const worker = runSvc(['worker'], { ...env, LOG_LEVEL: 'info' });
   stops.push(() => stopChild(worker));
-  await waitFor(
-    async () => {
-      if (worker.proc.exitCode !== null) throw new Error(`svc worker exited ${worker.proc.exitCode}: ${worker.output()}`);
-      return worker.output().includes('temporal worker running');
-    },
-    'the second svc worker to poll',
-    120_000,
-  );
+  await waitWorkerPolling(worker, 120_000);
   return url;
 }

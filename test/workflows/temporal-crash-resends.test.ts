@@ -5,10 +5,9 @@ import { createDomain, createKey, createOrganization } from '../../core/provisio
 import { newDatabase } from '../support/pg';
 import { SmtpSink } from '../support/sink';
 import { testConfig } from '../support/service';
-import { runSvc, type Child } from '../support/child';
+import { runSvc, waitWorkerPolling, type Child } from '../support/child';
 import { CrashDrain } from '../support/crash-drain';
 import { liveTemporal } from '../support/temporal-server';
-import { waitFor } from '../support/wait';
 
 /**
  * Issue 43 on ENGINE=temporal: the API in this process, one `svc worker` draining 5,000 messages,
@@ -73,14 +72,7 @@ describe('Temporal engine: a drain of 5,000 with its worker killed three times r
 
   const startWorker = async (): Promise<Child> => {
     const w = runSvc(['worker'], workerEnv);
-    await waitFor(
-      async () => {
-        if (w.proc.exitCode !== null) throw new Error(`svc worker exited ${w.proc.exitCode}: ${w.output()}`);
-        return w.output().includes('temporal worker running');
-      },
-      'svc worker to poll',
-      60_000,
-    );
+    await waitWorkerPolling(w);
     return w;
   };
 

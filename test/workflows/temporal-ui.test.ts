@@ -60,17 +60,8 @@ describe('Temporal UI, in a browser: an operator closes a sent message as unconf
   const settled = (id: string, want: string, timeoutMs = 60_000) =>
     waitFor(async () => (await status(id)) === want, `email ${id} to be ${want}`, timeoutMs);
 
-  it('finds the workflow by SvcOrganization, sends close-unconfirmed from its actions menu, and the message is unconfirmed', async () => {
-    const res = await stack.call('POST', '/api/v1/emails', {
-      body: { from: `Shop <shop@${stack.domain}>`, to: `ui-${Date.now()}@example.com`, subject: 'Order 1042 shipped', text: 'On its way.' },
-    });
-    assert.equal(res.status, 200, JSON.stringify(res.body));
-    const id = (res.body as { id: string }).id;
-    await settled(id, 'sent');
-    // Its SendEmail run now waits at `sent` for a delivery event or this signal.
-
-    // 1. The workflow list filtered by the organization's search attribute (visibility is eventually consistent).
-    const query = `SvcOrganization="${stack.orgId}"`;
+  /** The workflow list filtered by `query` until it shows `id` (visibility is eventually consistent). */
+  async function listed(query: string, id: string): Promise<void> {
     const link = page.getByRole('link', { name: id, exact: true });
     await waitFor(
       async () => {
@@ -85,6 +76,20 @@ describe('Temporal UI, in a browser: an operator closes a sent message as unconf
       30_000,
       0,
     );
+  }
+
+  it('finds the workflow by SvcOrganization, sends close-unconfirmed from its actions menu, and the message is unconfirmed', async () => {
+    const res = await stack.call('POST', '/api/v1/emails', {
+      body: { from: `Shop <shop@${stack.domain}>`, to: `ui-${Date.now()}@example.com`, subject: 'Order 1042 shipped', text: 'On its way.' },
+    });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const id = (res.body as { id: string }).id;
+    await settled(id, 'sent');
+    // Its SendEmail run now waits at `sent` for a delivery event or this signal.
+
+    // 1. The workflow list filtered by the organization's search attribute (visibility is eventually consistent).
+    await listed(`SvcOrganization="${stack.orgId}"`, id);
+    const link = page.getByRole('link', { name: id, exact: true });
     assert.equal(await link.count(), 1, 'listed once');
     await page.getByText('Running', { exact: true }).first().waitFor();
     await shot('ui-1-filter.png');
@@ -143,24 +148,6 @@ describe('Temporal UI, in a browser: an operator closes a sent message as unconf
     await page.getByText(CLOSE_UNCONFIRMED_SIGNAL, { exact: true }).filter({ visible: true }).first().waitFor();
     await shot('ui-4-result.png');
   });
-  /** The workflow list filtered by `query` until it shows `id` (visibility is eventually consistent). */
-  async function listed(query: string, id: string): Promise<void> {
-    const link = page.getByRole('link', { name: id, exact: true });
-    await waitFor(
-      async () => {
-        await page.goto(`${uiUrl}/namespaces/default/workflows?query=${encodeURIComponent(query)}`);
-        return link
-          .first()
-          .waitFor({ timeout: 3000 })
-          .then(() => true)
-          .catch(() => false);
-      },
-      `the workflow list filtered by ${query} to show ${id}`,
-      30_000,
-      0,
-    );
-  }
-
   it('a scheduled message and a canceled one: each run says what it delivers, and the canceled one says how it ended', async () => {
     const at = new Date(Date.now() + 3_600_000).toISOString();
     const send = async (subject: string) => {
